@@ -1,0 +1,143 @@
+// sgraph/tensor.h — dtypes, shapes and the Tensor value type.
+//
+// A Tensor is a dtype, a shape and a contiguous row-major buffer (64-byte aligned). Copies share
+// the buffer (a Tensor is a cheap handle); `reshape` returns a view on the same buffer, which is
+// how Reshape/Flatten/Squeeze/Unsqueeze run without copying. `clone` makes a deep copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sgraph/error.h"
+
+namespace sgraph {
+
+enum class DType : uint8_t { undefined, f32, f64, i32, i64, boolean, u8, i8 };
+
+size_t dtype_size(DType t);
+std::string_view dtype_name(DType t);  // "f32", "i64", "bool", ...
+bool is_float(DType t);
+bool is_integer(DType t);
+// ONNX TensorProto.DataType codes (1 = float, 7 = int64, ...), used by Cast's `to` attribute.
+int64_t onnx_dtype_code(DType t);
+DType dtype_from_onnx_code(int64_t code);  // throws for codes sgraph does not support
+
+template <class T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
+template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
+template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
+template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
+template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;
+
+// Calls f.template operator()<T>() with the C++ type of `t`: visit_dtype(t, [&]<class T>() {...}).
+template <class F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: return f.template operator()<float>();
+    case DType::f64: return f.template operator()<double>();
+    case DType::i32: return f.template operator()<int32_t>();
+    case DType::i64: return f.template operator()<int64_t>();
+    case DType::boolean: return f.template operator()<bool>();
+    case DType::u8: return f.template operator()<uint8_t>();
+    case DType::i8: return f.template operator()<int8_t>();
+    case DType::undefined: break;
+  }
+  SG_FAIL() << "tensor has no dtype";
+}
+
+using Shape = std::vector<int64_t>;
+int64_t numel(std::span<const int64_t> shape);
+std::string shape_str(std::span<const int64_t> shape);  // "[2,3]"
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: stands for an absent optional input
+  // Allocates uninitialised storage.
+  Tensor(DType dtype, Shape shape);
+  static Tensor zeros(DType dtype, Shape shape);
+  // Wraps memory owned elsewhere (no copy); `owner` keeps it alive. `data` must be suitably aligned
+  // for the dtype.
+  static Tensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner);
+  template <class T>
+  static Tensor from(Shape shape, std::span<const T> values);
+  template <class T>
+  static Tensor from(Shape shape, std::initializer_list<T> values) {
+    return from<T>(std::move(shape), std::span<const T>(values.begin(), values.size()));
+  }
+  template <class T>
+  static Tensor from(Shape shape, const std::vector<T>& values) {
+    return from<T>(std::move(shape), std::span<const T>(values.data(), values.size()));
+  }
+  template <class T>
+  static Tensor scalar(T v) {
+    return from<T>({}, {v});
+  }
+
+  bool defined() const { return dtype_ != DType::undefined; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t i) const;  // negative i counts from the end
+  int64_t numel() const { return sgraph::numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+  void* raw_data() { return data_; }
+  const void* raw_data() const { return data_; }
+  template <class T>
+  T* data() {
+    check_type(dtype_v<T>);
+    return static_cast<T*>(data_);
+  }
+  template <class T>
+  const T* data() const {
+    check_type(dtype_v<T>);
+    return static_cast<const T*>(data_);
+  }
+  template <class T>
+  std::vector<T> to_vector() const {
+    const T* p = data<T>();
+    return std::vector<T>(p, p + numel());
+  }
+  // Integer tensor (i32 or i64) as int64 values: shape, axes and index inputs.
+  std::vector<int64_t> to_int64() const;
+  // Element i converted to double, any dtype (for printing and comparisons in tests).
+  double at_double(int64_t i) const;
+
+  Tensor reshape(Shape shape) const;  // a view sharing this tensor's buffer
+  Tensor clone() const;               // a deep copy
+  bool shares_buffer_with(const Tensor& other) const { return storage_ == other.storage_; }
+
+ private:
+  void check_type(DType want) const;
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
+  DType dtype_ = DType::undefined;
+  Shape shape_;
+};
+
+// "f32[2,3] {1, 2, 3, 4, 5, 6}", eliding after max_elems values.
+std::string to_string(const Tensor& t, int64_t max_elems = 16);
+
+}  // namespace sgraph
+
+namespace sgraph {
+template <class T>
+Tensor Tensor::from(Shape shape, std::span<const T> values) {
+  SG_CHECK(sgraph::numel(shape) == static_cast<int64_t>(values.size()))
+      << "Tensor::from: shape " << shape_str(shape) << " needs " << sgraph::numel(shape)
+      << " values, got " << values.size();
+  Tensor t(dtype_v<T>, std::move(shape));
+  T* p = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+}  // namespace sgraph

@@ -1,0 +1,184 @@
+// Elementwise binary (and variadic Max/Min, ternary Where) ops with numpy-style broadcasting.
+#include <cmath>
+
+#include "ops/op.h"
+
+namespace sgraph::ops {
+namespace {
+
+// out[i] = f(a[ia], b[ib]) over the broadcast of a and b; the output is allocated already.
+template <class A, class B, class O, class F>
+void broadcast_apply(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  O* po = out.data<O>();
+  const int64_t n = out.numel();
+  if (a.shape() == out.shape() && b.shape() == out.shape()) {
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+  } else if (a.shape() == out.shape() && b.numel() == 1) {
+    const B s = pb[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);
+  } else {
+    const std::array<Shape, 2> st{broadcast_strides(a.shape(), out.shape()),
+                                  broadcast_strides(b.shape(), out.shape())};
+    for_each_broadcast<2>(out.shape(), st, [&](int64_t i, const std::array<int64_t, 2>& o) {
+      po[i] = f(pa[o[0]], pb[o[1]]);
+    });
+  }
+}
+
+void shapes_broadcast(ShapeCtx& c) {
+  Shape s = c.shape(0);
+  for (size_t i = 1; i < c.in.size(); ++i) s = broadcast_shapes(s, c.shape(i));
+  c.out[0] = std::move(s);
+}
+
+void types_arith(TypeCtx& c) {
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    c.expect_numeric(i);
+    c.expect_same(0, i);
+  }
+  c.out[0] = c.in[0];
+}
+
+void types_compare(TypeCtx& c) {
+  c.expect_same(0, 1);
+  if (c.node.op != OpKind::Equal) c.expect_numeric(0);
+  c.out[0] = DType::boolean;
+}
+
+template <class F>
+void arith(KernelCtx& c, F f) {
+  visit_dtype(c.in[0].dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>) broadcast_apply<T, T, T>(c.in[0], c.in[1], c.out[0], f);
+  });
+}
+
+// Variadic Max/Min: fold the inputs pairwise into the output.
+template <class F>
+void fold(KernelCtx& c, F f) {
+  visit_dtype(c.in[0].dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (c.in.size() == 1) {
+        broadcast_apply<T, T, T>(c.in[0], c.in[0], c.out[0], [](T x, T) { return x; });
+        return;
+      }
+      Tensor acc = c.in[0];
+      for (size_t i = 1; i < c.in.size(); ++i) {
+        Tensor dst = i + 1 == c.in.size()
+                         ? c.out[0]
+                         : Tensor(acc.dtype(), broadcast_shapes(acc.shape(), c.in[i].shape()));
+        broadcast_apply<T, T, T>(acc, c.in[i], dst, f);
+        acc = dst;
+      }
+    }
+  });
+}
+
+template <class F>
+void compare(KernelCtx& c, F f) {
+  visit_dtype(c.in[0].dtype(), [&]<class T>() {
+    broadcast_apply<T, T, bool>(c.in[0], c.in[1], c.out[0], f);
+  });
+}
+
+// Integer power by squaring (negative exponents truncate as C integer division would).
+template <class T>
+T ipow(T base, int64_t e) {
+  if (e < 0) return base == 1 ? 1 : (base == -1 ? (e % 2 ? -1 : 1) : 0);
+  T r = 1;
+  while (e) {
+    if (e & 1) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+extern const OpDef kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kLess, kWhere;
+
+const OpDef kAdd{"Add", 2, 2, 1, 1, types_arith, shapes_broadcast,
+                 [](KernelCtx& c) { arith(c, [](auto a, auto b) -> decltype(a) { return a + b; }); }};
+const OpDef kSub{"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast,
+                 [](KernelCtx& c) { arith(c, [](auto a, auto b) -> decltype(a) { return a - b; }); }};
+const OpDef kMul{"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast,
+                 [](KernelCtx& c) { arith(c, [](auto a, auto b) -> decltype(a) { return a * b; }); }};
+// Integer division truncates toward zero; division by zero is an error for integers.
+const OpDef kDiv{"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                   arith(c, [](auto a, auto b) -> decltype(a) {
+                     if constexpr (std::is_integral_v<decltype(a)>)
+                       SG_CHECK(b != 0) << "integer division by zero";
+                     return a / b;
+                   });
+                 }};
+
+// Pow(x, y): y may have another numeric dtype than x; the result has x's dtype.
+const OpDef kPow{"Pow", 2, 2, 1, 1,
+                 [](TypeCtx& c) {
+                   c.expect_numeric(0);
+                   c.expect_numeric(1);
+                   c.out[0] = c.in[0];
+                 },
+                 shapes_broadcast, [](KernelCtx& c) {
+                   visit_dtype(c.in[0].dtype(), [&]<class X>() {
+                     visit_dtype(c.in[1].dtype(), [&]<class Y>() {
+                       if constexpr (!std::is_same_v<X, bool> && !std::is_same_v<Y, bool>) {
+                         broadcast_apply<X, Y, X>(c.in[0], c.in[1], c.out[0], [](X a, Y b) -> X {
+                           if constexpr (std::is_integral_v<X> && std::is_integral_v<Y>)
+                             return ipow<X>(a, static_cast<int64_t>(b));
+                           else
+                             return static_cast<X>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+                         });
+                       }
+                     });
+                   });
+                 }};
+
+const OpDef kMax{"Max", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                   fold(c, [](auto a, auto b) -> decltype(a) {
+                     if constexpr (std::is_floating_point_v<decltype(a)>)
+                       if (std::isnan(a) || std::isnan(b)) return NAN;
+                     return a < b ? b : a;
+                   });
+                 }};
+const OpDef kMin{"Min", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                   fold(c, [](auto a, auto b) -> decltype(a) {
+                     if constexpr (std::is_floating_point_v<decltype(a)>)
+                       if (std::isnan(a) || std::isnan(b)) return NAN;
+                     return b < a ? b : a;
+                   });
+                 }};
+
+const OpDef kEqual{"Equal", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                   [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a == b; }); }};
+const OpDef kGreater{"Greater", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                     [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a > b; }); }};
+const OpDef kLess{"Less", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                  [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a < b; }); }};
+
+// Where(cond, x, y): three-way broadcast.
+const OpDef kWhere{"Where", 3, 3, 1, 1,
+                   [](TypeCtx& c) {
+                     c.expect_one_of(0, {DType::boolean});
+                     c.expect_same(1, 2);
+                     c.out[0] = c.in[1];
+                   },
+                   shapes_broadcast, [](KernelCtx& c) {
+                     const Shape& os = c.out[0].shape();
+                     const std::array<Shape, 3> st{broadcast_strides(c.in[0].shape(), os),
+                                                   broadcast_strides(c.in[1].shape(), os),
+                                                   broadcast_strides(c.in[2].shape(), os)};
+                     const bool* cond = c.in[0].data<bool>();
+                     visit_dtype(c.in[1].dtype(), [&]<class T>() {
+                       const T* x = c.in[1].data<T>();
+                       const T* y = c.in[2].data<T>();
+                       T* o = c.out[0].data<T>();
+                       for_each_broadcast<3>(os, st, [&](int64_t i, const std::array<int64_t, 3>& f) {
+                         o[i] = cond[f[0]] ? x[f[1]] : y[f[2]];
+                       });
+                     });
+                   }};
+
+}  // namespace sgraph::ops

@@ -1,0 +1,123 @@
+// src/ops/op.h — what every op provides, and the helpers op files share.
+//
+// Each op file defines `const OpDef k<Name>` (see SG_FOR_EACH_OP) holding:
+//   types  — output dtypes from input dtypes and attributes; throws sgraph::Error on a type error
+//   shapes — output shapes from input shapes, attributes and, for shape-valued inputs, their values
+//   run    — the reference kernel: fills outputs already allocated with the inferred shapes
+// An op whose output is a view of input 0 (Reshape, Squeeze, ...) sets `view` and no `run`.
+// Errors thrown here carry no node name: the caller (builder, verifier, interpreter) adds it.
+#pragma once
+
+#include <array>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sgraph/graph.h"
+
+namespace sgraph::ops {
+
+struct TypeCtx {
+  const Node& node;
+  std::span<const DType> in;  // DType::undefined for an absent optional input
+  std::vector<DType>& out;    // sized to the node's outputs
+
+  const Attributes& attrs() const { return node.attrs; }
+  bool has(size_t i) const { return i < in.size() && in[i] != DType::undefined; }
+  void expect_float(size_t i) const;
+  void expect_numeric(size_t i) const;               // not bool
+  void expect_one_of(size_t i, std::initializer_list<DType> ok) const;
+  void expect_same(size_t i, size_t j) const;
+  void expect_int_index(size_t i) const;             // i32 or i64
+};
+
+// Thrown by ShapeCtx::value when a shape-valued input is not known (verify-time only).
+struct ValueUnknown {};
+
+struct ShapeCtx {
+  const Node& node;
+  std::span<const Shape* const> in;      // nullptr for an absent optional input
+  std::span<const Tensor* const> value;  // input values when known (always when running)
+  std::span<const DType> dtype;
+  std::vector<Shape>& out;
+
+  const Attributes& attrs() const { return node.attrs; }
+  bool has(size_t i) const { return i < in.size() && in[i] != nullptr; }
+  const Shape& shape(size_t i) const { return *in[i]; }
+  int64_t rank(size_t i) const { return static_cast<int64_t>(in[i]->size()); }
+  const Tensor& require_value(size_t i) const;  // throws ValueUnknown when not known
+};
+
+struct KernelCtx {
+  const Node& node;
+  std::span<const Tensor> in;  // undefined Tensor for an absent optional input
+  std::span<Tensor> out;       // allocated with the inferred dtypes and shapes
+  const Attributes& attrs() const { return node.attrs; }
+  bool has(size_t i) const { return i < in.size() && in[i].defined(); }
+};
+
+struct OpDef {
+  std::string_view name;
+  int min_inputs, max_inputs;
+  int min_outputs, max_outputs;
+  void (*types)(TypeCtx&);
+  void (*shapes)(ShapeCtx&);
+  void (*run)(KernelCtx&);
+  bool view = false;  // output 0 is input 0's buffer reshaped: no kernel runs
+};
+
+const OpDef& op_def(OpKind op);
+
+// ---- shared helpers ------------------------------------------------------------------------
+
+// Normalises a possibly negative axis against `rank`; throws naming the attribute when out of range.
+int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what = "axis");
+// Numpy-style broadcast of two shapes; throws naming both shapes when incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Row-major strides of `shape`.
+Shape strides_of(const Shape& shape);
+// Strides to read a tensor of `in_shape` as if broadcast to `out_shape` (0 along broadcast dims).
+Shape broadcast_strides(const Shape& in_shape, const Shape& out_shape);
+
+// Common type rules.
+void types_same_as_input0(TypeCtx& c);
+void types_float_same(TypeCtx& c);  // input 0 float; every output takes its dtype
+// Common shape rule: output 0 has input 0's shape.
+void shapes_same_as_input0(ShapeCtx& c);
+
+// Visits every index of `out_shape` in row-major order, calling f(out_linear, in_offset...) where
+// each in_offset walks its tensor with the given (broadcast) strides. Inner dimension is a
+// tight loop.
+template <size_t N, class F>
+void for_each_broadcast(const Shape& out_shape, const std::array<Shape, N>& in_strides, F&& f) {
+  const int64_t rank = static_cast<int64_t>(out_shape.size());
+  const int64_t total = numel(out_shape);
+  if (total == 0) return;
+  if (rank == 0) {
+    std::array<int64_t, N> off{};
+    f(int64_t{0}, off);
+    return;
+  }
+  std::vector<int64_t> idx(rank, 0);
+  std::array<int64_t, N> off{};
+  const int64_t inner = out_shape[rank - 1];
+  std::array<int64_t, N> inner_stride;
+  for (size_t k = 0; k < N; ++k) inner_stride[k] = in_strides[k][rank - 1];
+  for (int64_t base = 0; base < total; base += inner) {
+    std::array<int64_t, N> o = off;
+    for (int64_t j = 0; j < inner; ++j) {
+      f(base + j, o);
+      for (size_t k = 0; k < N; ++k) o[k] += inner_stride[k];
+    }
+    // advance the outer index (dims 0..rank-2)
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k) off[k] += in_strides[k][d];
+      if (idx[d] < out_shape[d]) break;
+      for (size_t k = 0; k < N; ++k) off[k] -= in_strides[k][d] * out_shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace sgraph::ops

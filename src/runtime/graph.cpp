@@ -1,0 +1,355 @@
+// Graph IR: attributes, construction, type/shape inference and verification, printing.
+#include "sgraph/graph.h"
+
+#include <set>
+#include <sstream>
+
+#include "ops/op.h"
+#include "runtime/infer.h"
+
+namespace sgraph {
+
+// ---- Dim ------------------------------------------------------------------------------------
+
+std::string dims_str(const DimList& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    const Dim& d = dims[i];
+    s += d.is_static() ? std::to_string(d.size) : (d.symbol.empty() ? "?" : d.symbol);
+  }
+  return s + "]";
+}
+
+DimList to_dims(const Shape& shape) { return DimList(shape.begin(), shape.end()); }
+
+// ---- Attributes -----------------------------------------------------------------------------
+
+Attributes::Attributes(std::initializer_list<std::pair<std::string, AttrValue>> items) {
+  for (const auto& [k, v] : items) set(k, v);
+}
+
+void Attributes::set(std::string name, AttrValue value) {
+  for (auto& [k, v] : items_)
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  items_.emplace_back(std::move(name), std::move(value));
+}
+
+const AttrValue* Attributes::find(std::string_view name) const {
+  for (const auto& [k, v] : items_)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+template <class T>
+const T& Attributes::get(std::string_view name, const char* type) const {
+  const AttrValue* v = find(name);
+  SG_CHECK(v != nullptr) << "missing required attribute '" << name << "'";
+  const T* p = std::get_if<T>(v);
+  SG_CHECK(p != nullptr) << "attribute '" << name << "' must be " << type << ", got "
+                         << attr_str(*v);
+  return *p;
+}
+
+int64_t Attributes::get_int(std::string_view name) const { return get<int64_t>(name, "an int"); }
+int64_t Attributes::get_int(std::string_view name, int64_t dflt) const {
+  return has(name) ? get_int(name) : dflt;
+}
+double Attributes::get_float(std::string_view name) const {
+  if (const AttrValue* v = find(name); v && std::holds_alternative<int64_t>(*v))
+    return static_cast<double>(std::get<int64_t>(*v));
+  return get<double>(name, "a float");
+}
+double Attributes::get_float(std::string_view name, double dflt) const {
+  return has(name) ? get_float(name) : dflt;
+}
+const std::string& Attributes::get_string(std::string_view name) const {
+  return get<std::string>(name, "a string");
+}
+std::string Attributes::get_string(std::string_view name, std::string dflt) const {
+  return has(name) ? get_string(name) : dflt;
+}
+const Ints& Attributes::get_ints(std::string_view name) const { return get<Ints>(name, "ints"); }
+Ints Attributes::get_ints(std::string_view name, Ints dflt) const {
+  return has(name) ? get_ints(name) : dflt;
+}
+const Floats& Attributes::get_floats(std::string_view name) const {
+  return get<Floats>(name, "floats");
+}
+const Tensor& Attributes::get_tensor(std::string_view name) const {
+  return get<Tensor>(name, "a tensor");
+}
+const Graph& Attributes::get_graph(std::string_view name) const {
+  const auto& g = get<std::shared_ptr<const Graph>>(name, "a graph");
+  SG_CHECK(g != nullptr) << "attribute '" << name << "' is an empty graph";
+  return *g;
+}
+
+std::string attr_str(const AttrValue& v) {
+  std::ostringstream os;
+  auto list = [&](const auto& xs) {
+    os << "[";
+    for (size_t i = 0; i < xs.size(); ++i) os << (i ? "," : "") << xs[i];
+    os << "]";
+  };
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) os << x;
+        else if constexpr (std::is_same_v<T, std::string>) os << '"' << x << '"';
+        else if constexpr (std::is_same_v<T, Tensor>) os << to_string(x, 8);
+        else if constexpr (std::is_same_v<T, std::shared_ptr<const Graph>>)
+          os << "graph " << (x ? x->name : "<null>");
+        else list(x);
+      },
+      v);
+  return os.str();
+}
+
+// ---- Graph ----------------------------------------------------------------------------------
+
+ValueId Graph::add_value(std::string vname, DType dtype, std::optional<DimList> shape) {
+  values.push_back(ValueInfo{std::move(vname), dtype, std::move(shape), {}, -1});
+  return static_cast<ValueId>(values.size() - 1);
+}
+
+ValueId Graph::add_constant(std::string vname, Tensor value) {
+  SG_CHECK(value.defined()) << "constant '" << vname << "' has no value";
+  const ValueId id = add_value(std::move(vname), value.dtype(), to_dims(value.shape()));
+  values[id].initializer = std::move(value);
+  return id;
+}
+
+int32_t Graph::add_node(Node node) {
+  const auto index = static_cast<int32_t>(nodes.size());
+  for (ValueId out : node.outputs) {
+    SG_CHECK(out >= 0 && out < static_cast<ValueId>(values.size()))
+        << "node '" << node.name << "' has an output id " << out << " that is not a value";
+    values[out].producer = index;
+  }
+  nodes.push_back(std::move(node));
+  return index;
+}
+
+ValueId Graph::find_value(std::string_view vname) const {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].name == vname) return static_cast<ValueId>(i);
+  return kNoValue;
+}
+
+const ValueInfo& Graph::value(ValueId id) const {
+  SG_CHECK(id >= 0 && id < static_cast<ValueId>(values.size())) << "no value with id " << id;
+  return values[id];
+}
+
+namespace {
+
+std::optional<Shape> static_shape(const ValueInfo& v) {
+  if (v.initializer.defined()) return v.initializer.shape();
+  if (!v.shape) return std::nullopt;
+  Shape s;
+  for (const Dim& d : *v.shape) {
+    if (!d.is_static()) return std::nullopt;
+    s.push_back(d.size);
+  }
+  return s;
+}
+
+std::string value_label(const Graph& g, ValueId id) {
+  const std::string& n = g.values[id].name;
+  return n.empty() ? "%" + std::to_string(id) : n;
+}
+
+}  // namespace
+
+void check_arity(const Node& n) {
+  const ops::OpDef& def = ops::op_def(n.op);
+  const auto n_in = static_cast<int>(n.inputs.size());
+  const auto n_out = static_cast<int>(n.outputs.size());
+  SG_CHECK(n_in >= def.min_inputs && n_in <= def.max_inputs)
+      << "takes " << def.min_inputs
+      << (def.min_inputs == def.max_inputs ? "" : " to " + std::to_string(def.max_inputs))
+      << " inputs, got " << n_in;
+  SG_CHECK(n_out >= def.min_outputs && n_out <= def.max_outputs)
+      << "has " << def.min_outputs
+      << (def.min_outputs == def.max_outputs ? "" : " to " + std::to_string(def.max_outputs))
+      << " outputs, got " << n_out;
+  for (int i = 0; i < def.min_inputs; ++i)
+    SG_CHECK(n.inputs[i] != kNoValue) << "required input " << i << " is missing";
+}
+
+namespace {
+
+// Structure checks: ids, arity, use before definition.
+void check_structure(const Graph& g, const Node& n, int32_t index, std::vector<bool>& defined) {
+  check_arity(n);
+  const auto nv = static_cast<ValueId>(g.values.size());
+  const auto n_in = static_cast<int>(n.inputs.size());
+  for (int i = 0; i < n_in; ++i) {
+    const ValueId v = n.inputs[i];
+    if (v == kNoValue) continue;
+    SG_CHECK(v >= 0 && v < nv) << "input " << i << " refers to value id " << v
+                               << ", which does not exist (dangling)";
+    if (!defined[v]) {
+      const int32_t p = g.values[v].producer;
+      SG_CHECK(p < 0) << "uses value '" << value_label(g, v) << "' before node '"
+                      << g.nodes[p].name << "' produces it (cycle or misordered nodes)";
+      SG_FAIL() << "input " << i << " '" << value_label(g, v)
+                << "' is neither a graph input, a constant nor produced by a node (dangling)";
+    }
+  }
+  for (ValueId v : n.outputs) {
+    SG_CHECK(v >= 0 && v < nv) << "output refers to value id " << v << ", which does not exist";
+    SG_CHECK(!defined[v]) << "output '" << value_label(g, v) << "' is already defined";
+    SG_CHECK(g.values[v].producer == index)
+        << "output '" << value_label(g, v) << "' records another producer";
+    defined[v] = true;
+  }
+}
+
+}  // namespace
+
+NodeTypes infer_node_types(const Graph& g, const Node& n) {
+  NodeTypes r;
+  std::vector<DType> in_types(n.inputs.size(), DType::undefined);
+  std::vector<std::optional<Shape>> in_shapes(n.inputs.size());
+  bool all_static = true;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    const ValueInfo& v = g.values[n.inputs[i]];
+    in_types[i] = v.dtype;
+    SG_CHECK(v.dtype != DType::undefined) << "input " << i << " '" << v.name << "' has no dtype";
+    in_shapes[i] = static_shape(v);
+    all_static = all_static && in_shapes[i].has_value();
+  }
+  const ops::OpDef& def = ops::op_def(n.op);
+  r.dtypes.assign(n.outputs.size(), DType::undefined);
+  ops::TypeCtx tc{n, in_types, r.dtypes};
+  def.types(tc);
+  for (size_t i = 0; i < r.dtypes.size(); ++i)
+    SG_ASSERT(r.dtypes[i] != DType::undefined) << "op left output " << i << " untyped";
+  if (!all_static) return r;
+  std::vector<const Shape*> shape_ptrs(n.inputs.size(), nullptr);
+  std::vector<const Tensor*> value_ptrs(n.inputs.size(), nullptr);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    shape_ptrs[i] = &*in_shapes[i];
+    const Tensor& c = g.values[n.inputs[i]].initializer;
+    if (c.defined()) value_ptrs[i] = &c;
+  }
+  std::vector<Shape> out(n.outputs.size());
+  ops::ShapeCtx sc{n, shape_ptrs, value_ptrs, in_types, out};
+  try {
+    def.shapes(sc);
+  } catch (const ops::ValueUnknown&) {
+    return r;  // depends on a value only known when running
+  }
+  r.shapes = std::move(out);
+  return r;
+}
+
+void infer_node(Graph& g, int32_t index) {
+  Node& n = g.nodes[index];
+  try {
+    NodeTypes t = infer_node_types(g, n);
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      ValueInfo& v = g.values[n.outputs[i]];
+      v.dtype = t.dtypes[i];
+      if (t.shapes) v.shape = to_dims((*t.shapes)[i]);
+    }
+  } catch (Error& e) {
+    e.at_node(n.name, std::string(op_name(n.op)));
+    throw;
+  }
+}
+
+namespace {
+// Verifies `g`; with `write` (the same graph) also records inferred output types in it.
+void check_graph(const Graph& g, Graph* write) {
+  const auto nv = static_cast<ValueId>(g.values.size());
+  std::vector<bool> defined(g.values.size(), false);
+  std::set<std::string> names;
+  for (const ValueInfo& v : g.values)
+    if (!v.name.empty()) SG_CHECK(names.insert(v.name).second) << "graph '" << g.name
+                                                               << "' has two values named '"
+                                                               << v.name << "'";
+  for (ValueId v : g.inputs) {
+    SG_CHECK(v >= 0 && v < nv) << "graph input id " << v << " does not exist";
+    SG_CHECK(!defined[v]) << "graph input '" << g.values[v].name << "' is listed twice";
+    SG_CHECK(g.values[v].dtype != DType::undefined)
+        << "graph input '" << g.values[v].name << "' has no dtype";
+    defined[v] = true;
+  }
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (g.values[i].initializer.defined()) defined[i] = true;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    try {
+      check_structure(g, n, static_cast<int32_t>(i), defined);
+      if (write) {
+        infer_node(*write, static_cast<int32_t>(i));
+      } else {
+        NodeTypes t = infer_node_types(g, n);
+        for (size_t k = 0; k < n.outputs.size(); ++k) {
+          const ValueInfo& v = g.values[n.outputs[k]];
+          SG_CHECK(v.dtype == t.dtypes[k])
+              << "output '" << v.name << "' is declared " << dtype_name(v.dtype)
+              << " but the op produces " << dtype_name(t.dtypes[k]);
+        }
+      }
+    } catch (Error& e) {
+      e.at_node(n.name, std::string(op_name(n.op)));
+      throw;
+    }
+  }
+  for (ValueId v : g.outputs) {
+    SG_CHECK(v >= 0 && v < nv) << "graph output id " << v << " does not exist";
+    SG_CHECK(defined[v]) << "graph output '" << g.values[v].name << "' is never produced";
+  }
+}
+}  // namespace
+
+void Graph::infer_and_verify() { check_graph(*this, this); }
+void Graph::verify() const { check_graph(*this, nullptr); }
+
+std::string Graph::to_string() const {
+  std::ostringstream os;
+  auto typed = [&](ValueId id) {
+    const ValueInfo& v = values[id];
+    return value_label(*this, id) + ": " + std::string(dtype_name(v.dtype)) +
+           (v.shape ? dims_str(*v.shape) : "[?]");
+  };
+  os << "graph " << name << "(";
+  for (size_t i = 0; i < inputs.size(); ++i) os << (i ? ", " : "") << typed(inputs[i]);
+  os << ") {\n";
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].initializer.defined())
+      os << "  " << typed(static_cast<ValueId>(i)) << " = constant\n";
+  for (const Node& n : nodes) {
+    os << "  ";
+    for (size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : "") << typed(n.outputs[i]);
+    os << " = " << op_name(n.op) << "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      os << (i ? ", " : "") << (n.inputs[i] == kNoValue ? "_" : value_label(*this, n.inputs[i]));
+    os << ")";
+    if (!n.attrs.empty()) {
+      os << " {";
+      bool first = true;
+      for (const auto& [k, v] : n.attrs) {
+        os << (first ? "" : ", ") << k << "=" << attr_str(v);
+        first = false;
+      }
+      os << "}";
+    }
+    os << "\n";
+  }
+  os << "  return ";
+  for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << value_label(*this, outputs[i]);
+  os << "\n}\n";
+  return os.str();
+}
+
+}  // namespace sgraph

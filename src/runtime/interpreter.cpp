@@ -1,0 +1,119 @@
+#include "runtime/interpreter.h"
+
+#include <chrono>
+#include <map>
+#include <new>
+
+#include "ops/op.h"
+
+namespace sgraph {
+
+void check_inputs(const Graph& g, std::span<const Tensor> inputs) {
+  SG_CHECK(inputs.size() == g.inputs.size())
+      << "graph '" << g.name << "' takes " << g.inputs.size() << " inputs, got " << inputs.size();
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;  // dim name -> size, where seen
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& v = g.values[g.inputs[i]];
+    const Tensor& t = inputs[i];
+    SG_CHECK(t.defined()) << "input '" << v.name << "' is missing (undefined tensor)";
+    SG_CHECK(t.dtype() == v.dtype) << "input '" << v.name << "' must be " << dtype_name(v.dtype)
+                                   << ", got " << dtype_name(t.dtype());
+    if (!v.shape) continue;
+    const DimList& dims = *v.shape;
+    SG_CHECK(t.rank() == static_cast<int64_t>(dims.size()))
+        << "input '" << v.name << "' must have shape " << dims_str(dims) << ", got "
+        << shape_str(t.shape()) << " (rank " << t.rank() << ")";
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const int64_t got = t.shape()[d];
+      if (dims[d].is_static()) {
+        SG_CHECK(got == dims[d].size)
+            << "input '" << v.name << "' must have shape " << dims_str(dims) << ", got "
+            << shape_str(t.shape()) << " (dimension " << d << ")";
+      } else if (!dims[d].symbol.empty()) {
+        auto [it, fresh] = symbols.try_emplace(dims[d].symbol, got, v.name);
+        SG_CHECK(fresh || it->second.first == got)
+            << "dimension '" << dims[d].symbol << "' is " << it->second.first << " in input '"
+            << it->second.second << "' but " << got << " in input '" << v.name << "'";
+      }
+    }
+  }
+}
+
+Interpreter::Interpreter(const Graph& g) : g_(g), release_after_(g.nodes.size()) {
+  std::vector<int32_t> last_use(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ValueId v : g.nodes[i].inputs)
+      if (v != kNoValue) last_use[v] = static_cast<int32_t>(i);
+  std::vector<bool> keep(g.values.size(), false);
+  for (ValueId v : g.outputs) keep[v] = true;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (keep[v] || g.values[v].initializer.defined()) continue;
+    int32_t at = last_use[v];
+    if (at < 0) at = g.values[v].producer;  // never used: free right after it is made
+    if (at >= 0) release_after_[at].push_back(static_cast<ValueId>(v));
+  }
+}
+
+std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
+                                     std::span<OpObserver* const> observers) const {
+  check_inputs(g_, inputs);
+  std::vector<Tensor> env(g_.values.size());
+  for (size_t i = 0; i < inputs.size(); ++i) env[g_.inputs[i]] = inputs[i];
+  for (size_t v = 0; v < g_.values.size(); ++v)
+    if (g_.values[v].initializer.defined()) env[v] = g_.values[v].initializer;
+
+  std::vector<Tensor> in, out;
+  std::vector<const Shape*> in_shapes;
+  std::vector<const Tensor*> in_values;
+  std::vector<DType> in_types;
+  std::vector<Shape> out_shapes;
+  using Clock = std::chrono::steady_clock;
+  for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
+    const Node& n = g_.nodes[ni];
+    const ops::OpDef& def = ops::op_def(n.op);
+    const auto t0 = Clock::now();
+    try {
+      const size_t nin = n.inputs.size();
+      in.assign(nin, Tensor{});
+      in_shapes.assign(nin, nullptr);
+      in_values.assign(nin, nullptr);
+      in_types.assign(nin, DType::undefined);
+      for (size_t i = 0; i < nin; ++i) {
+        if (n.inputs[i] == kNoValue) continue;
+        in[i] = env[n.inputs[i]];
+        SG_ASSERT(in[i].defined()) << "value " << n.inputs[i] << " was released too early";
+        in_shapes[i] = &in[i].shape();
+        in_values[i] = &in[i];
+        in_types[i] = in[i].dtype();
+      }
+      out_shapes.assign(n.outputs.size(), Shape{});
+      ops::ShapeCtx sc{n, in_shapes, in_values, in_types, out_shapes};
+      def.shapes(sc);
+      out.assign(n.outputs.size(), Tensor{});
+      if (def.view) {
+        out[0] = in[0].reshape(out_shapes[0]);
+      } else {
+        for (size_t k = 0; k < out.size(); ++k)
+          out[k] = Tensor(g_.values[n.outputs[k]].dtype, std::move(out_shapes[k]));
+        ops::KernelCtx kc{n, in, out};
+        def.run(kc);
+      }
+    } catch (Error& e) {
+      e.at_node(n.name, std::string(op_name(n.op)));
+      throw;
+    } catch (const std::bad_alloc&) {
+      throw Error("out of memory").at_node(n.name, std::string(op_name(n.op)));
+    }
+    const int64_t ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+    for (OpObserver* o : observers) o->on_op(OpEvent{static_cast<int32_t>(ni), n, in, out, ns});
+    for (size_t k = 0; k < out.size(); ++k) env[n.outputs[k]] = std::move(out[k]);
+    for (ValueId v : release_after_[ni]) env[v] = Tensor{};
+  }
+  std::vector<Tensor> result;
+  result.reserve(g_.outputs.size());
+  for (ValueId v : g_.outputs) result.push_back(env[v]);
+  return result;
+}
+
+}  // namespace sgraph

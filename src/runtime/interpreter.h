@@ -1,0 +1,47 @@
+// The interpreter: runs a graph node by node with the ops' reference kernels.
+//
+// Each intermediate is released right after its last use. Observers (the shape tracker and the
+// op profiler) see every op as it completes, with its inputs, outputs and elapsed time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sgraph/graph.h"
+
+namespace sgraph {
+
+struct OpEvent {
+  int32_t node_index;
+  const Node& node;
+  std::span<const Tensor> inputs;  // undefined Tensor for an absent optional input
+  std::span<const Tensor> outputs;
+  int64_t elapsed_ns;
+};
+
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void on_op(const OpEvent& event) = 0;
+};
+
+// Checks run inputs against the graph's declared inputs: count, dtype, rank, static dims, and
+// that a symbolic dim ("batch") has one size across all inputs. Errors name the input.
+void check_inputs(const Graph& g, std::span<const Tensor> inputs);
+
+class Interpreter {
+ public:
+  // `g` must outlive the interpreter and have had infer_and_verify() run.
+  explicit Interpreter(const Graph& g);
+  // Inputs in graph-input order; returns outputs in graph-output order. Safe to call from
+  // several threads at once.
+  std::vector<Tensor> run(std::span<const Tensor> inputs,
+                          std::span<OpObserver* const> observers = {}) const;
+
+ private:
+  const Graph& g_;
+  std::vector<std::vector<ValueId>> release_after_;  // per node: values whose last use it is
+};
+
+}  // namespace sgraph

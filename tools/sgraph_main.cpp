@@ -1,0 +1,96 @@
+// The `sgraph` command-line program.
+//   sgraph demo [--iters N]   run the bundled example model and print outputs and per-op times
+//   sgraph version            versions of sgraph and LLVM, and the host CPU
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+
+#include "jit/host.h"
+#include "sgraph/sgraph.h"
+
+namespace {
+
+using namespace sgraph;
+
+Tensor random_tensor(Shape shape, std::mt19937& rng, float scale) {
+  Tensor t(DType::f32, std::move(shape));
+  std::normal_distribution<float> dist(0.0f, scale);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
+  return t;
+}
+
+// The bundled example: a 2-layer MLP classifier over a variable batch.
+Graph example_model() {
+  std::mt19937 rng(7);
+  GraphBuilder b("example_mlp");
+  ValueId x = b.input("x", DType::f32, {Dim("batch"), 64});
+  ValueId w1 = b.constant("w1", random_tensor({64, 128}, rng, 0.125f));
+  ValueId b1 = b.constant("b1", random_tensor({128}, rng, 0.1f));
+  ValueId w2 = b.constant("w2", random_tensor({128, 10}, rng, 0.09f));
+  ValueId b2 = b.constant("b2", random_tensor({10}, rng, 0.1f));
+  ValueId h = b.relu(b.add(b.matmul(x, w1), b1));
+  ValueId logits = b.add(b.matmul(h, w2), b2);
+  b.output(b.softmax(logits, Attributes{{"axis", int64_t{-1}}}), "probs");
+  return b.build();
+}
+
+int demo(int iters) {
+  Session session(example_model());
+  std::cout << session.graph().to_string() << "\n";
+  std::mt19937 rng(1);
+  const int64_t batches[] = {8, 8, 8, 32};
+  std::map<std::string, std::vector<int64_t>> times;  // node -> ns per run
+  for (int it = 0; it < iters; ++it) {
+    const int64_t batch = batches[it % 4];
+    std::vector<Tensor> out = session.run({random_tensor({batch, 64}, rng, 1.0f)});
+    for (const OpTime& t : session.last_op_times()) times[t.node].push_back(t.ns);
+    if (it < 2 || it == iters - 1)
+      std::cout << "run " << it + 1 << ": x " << shape_str(Shape{batch, 64}) << " -> probs "
+                << to_string(out[0], 10) << "\n";
+  }
+  std::cout << "\nper-op time (median over " << iters << " runs, interpreter):\n";
+  std::printf("  %-14s %-10s %10s\n", "node", "op", "median us");
+  for (const Node& n : session.graph().nodes) {
+    auto& v = times[n.name];
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    std::printf("  %-14s %-10s %10.2f\n", n.name.c_str(), std::string(op_name(n.op)).c_str(),
+                v.empty() ? 0.0 : v[v.size() / 2] / 1e3);
+  }
+  return 0;
+}
+
+int usage() {
+  std::cerr << "usage: sgraph demo [--iters N] | sgraph version\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2) return usage();
+    const std::string cmd = argv[1];
+    if (cmd == "version") {
+      std::cout << "sgraph 0.1.0, LLVM " << sgraph::jit::llvm_version() << ", host CPU "
+                << sgraph::jit::host_cpu() << "\n";
+      return 0;
+    }
+    if (cmd == "demo") {
+      int iters = 20;
+      for (int i = 2; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
+        else return usage();
+      }
+      return demo(iters);
+    }
+    return usage();
+  } catch (const sgraph::Error& e) {
+    std::cerr << "sgraph: error: " << e.what() << "\n";
+    return 1;
+  }
+}
