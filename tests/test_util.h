@@ -12,7 +12,8 @@
 
 namespace sgraph::test {
 
-// Checks `got` has `shape` and elementwise |got - want| <= atol + rtol * |want| (NaN == NaN).
+// Checks `got` has `shape` and elementwise |got - want| <= atol + rtol * |want| (NaN matches NaN,
+// an infinity matches only itself).
 inline void check_close(const Tensor& got, const Shape& shape, const std::vector<double>& want,
                         double rtol = 1e-5, double atol = 1e-6) {
   REQUIRE(got.defined());
@@ -20,8 +21,9 @@ inline void check_close(const Tensor& got, const Shape& shape, const std::vector
   REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double g = got.at_double(i), w = want[i];
-    if (std::isnan(w)) {
-      CHECK_MESSAGE(std::isnan(g), "element " << i << ": got " << g << ", want NaN");
+    if (std::isnan(w) || std::isinf(w)) {
+      CHECK_MESSAGE((std::isnan(w) ? std::isnan(g) : g == w),
+                    "element " << i << ": got " << g << ", want " << w);
       continue;
     }
     CHECK_MESSAGE(std::abs(g - w) <= atol + rtol * std::abs(w),
@@ -29,7 +31,8 @@ inline void check_close(const Tensor& got, const Shape& shape, const std::vector
   }
 }
 
-inline void check_close(const Tensor& got, const Tensor& want, double rtol = 1e-5, double atol = 1e-6) {
+inline void check_tensors_close(const Tensor& got, const Tensor& want, double rtol = 1e-5,
+                                double atol = 1e-6) {
   std::vector<double> w(want.numel());
   for (int64_t i = 0; i < want.numel(); ++i) w[i] = want.at_double(i);
   CHECK(got.dtype() == want.dtype());

@@ -30,6 +30,9 @@ void GraphBuilder::output(ValueId v, std::string name) {
         << "a value named '" << name << "' exists already";
     if (graph_.values[v].producer >= 0 &&
         std::find(graph_.outputs.begin(), graph_.outputs.end(), v) == graph_.outputs.end()) {
+      // Rename the value, and its node when that still has the generated name.
+      Node& producer = graph_.nodes[graph_.values[v].producer];
+      if (producer.outputs.size() == 1 && producer.name == graph_.values[v].name) producer.name = name;
       graph_.values[v].name = std::move(name);
     } else {  // an input, constant or already-named output: give it a second name
       v = node(OpKind::Identity, {v}, {}, 1, std::move(name)).front();

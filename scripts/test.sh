@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the release build (warnings are errors), then the same suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer. `scripts/test.sh release` runs only the first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+presets=("${@:-release asan}")
+for preset in ${presets[*]}; do
+  echo "== $preset: build"
+  scripts/build.sh "$preset"
+  echo "== $preset: test"
+  ctest --preset "$preset" -j2
+done

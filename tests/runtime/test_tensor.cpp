@@ -1,0 +1,74 @@
+#include <cstdint>
+#include <memory>
+
+#include "test_util.h"
+
+using namespace sgraph;
+
+namespace {
+bool has(const std::string& s, const char* sub) { return s.find(sub) != std::string::npos; }
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("Tensor: allocation is 64-byte aligned, also for empty tensors") {
+  for (Shape s : {Shape{3}, Shape{7, 13}, Shape{0}, Shape{}}) {
+    Tensor t(DType::f32, s);
+    CHECK(reinterpret_cast<uintptr_t>(t.raw_data()) % 64 == 0);
+    CHECK(t.numel() == numel(s));
+    CHECK(t.nbytes() == static_cast<size_t>(numel(s)) * 4);
+  }
+}
+
+TEST_CASE("Tensor: copies and reshapes share the buffer, clone does not") {
+  Tensor a = Tensor::from<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor v = a.reshape({3, 2});
+  CHECK(v.shares_buffer_with(a));
+  CHECK(v.shape() == Shape{3, 2});
+  v.data<int64_t>()[0] = 42;
+  CHECK(a.data<int64_t>()[0] == 42);
+  Tensor c = a.clone();
+  CHECK_FALSE(c.shares_buffer_with(a));
+  c.data<int64_t>()[1] = -1;
+  CHECK(a.data<int64_t>()[1] == 2);
+  CHECK(a.to_vector<int64_t>() == std::vector<int64_t>{42, 2, 3, 4, 5, 6});
+}
+
+TEST_CASE("Tensor: wrap uses external memory and keeps its owner alive") {
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4});
+  std::weak_ptr<std::vector<float>> watch = owner;
+  Tensor t = Tensor::wrap(DType::f32, {2, 2}, owner->data(), owner);
+  owner.reset();
+  CHECK_FALSE(watch.expired());
+  CHECK(t.data<float>()[3] == 4.0f);
+  t = Tensor();
+  CHECK(watch.expired());
+}
+
+TEST_CASE("Tensor: dims, zeros, integer views, printing") {
+  Tensor z = Tensor::zeros(DType::f64, {2, 5});
+  CHECK(z.dim(-1) == 5);
+  CHECK(z.dim(0) == 2);
+  for (int64_t i = 0; i < z.numel(); ++i) CHECK(z.data<double>()[i] == 0.0);
+  CHECK(Tensor::from<int32_t>({3}, {1, -2, 3}).to_int64() == std::vector<int64_t>{1, -2, 3});
+  CHECK(to_string(Tensor::from<float>({2}, {1.5f, 2.0f})) == "f32[2] {1.5, 2}");
+  CHECK(to_string(Tensor::zeros(DType::u8, {20}), 2) == "u8[20] {0, 0, ...}");
+  CHECK_FALSE(Tensor().defined());
+}
+
+TEST_CASE("Tensor: user errors") {
+  Tensor a = Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK(has(error_of([&] { a.reshape({4}); }), "cannot reshape [2,3] to [4]"));
+  CHECK(has(error_of([&] { a.data<int32_t>(); }), "tensor has dtype f32, accessed as i32"));
+  CHECK(has(error_of([&] { Tensor::from<float>({3}, {1.0f, 2.0f}); }), "needs 3 values, got 2"));
+  CHECK(has(error_of([&] { Tensor(DType::f32, {2, -1}); }), "negative dimension"));
+  CHECK(has(error_of([&] { a.dim(2); }), "dimension 2 out of range for rank 2"));
+  CHECK(has(error_of([&] { a.to_int64(); }), "expected an integer tensor"));
+  CHECK(has(error_of([] { dtype_from_onnx_code(10); }), "ONNX data type code 10"));
+}
