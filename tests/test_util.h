@@ -39,6 +39,9 @@ inline void check_tensors_close(const Tensor& got, const Tensor& want, double rt
   check_close(got, want.shape(), w, rtol, atol);
 }
 
+// Two-argument form (no tolerances, so it cannot be confused with the shape/value form).
+inline void check_close(const Tensor& got, const Tensor& want) { check_tensors_close(got, want); }
+
 inline Tensor random_f32(Shape shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);

@@ -315,40 +315,51 @@ void check_graph(const Graph& g, Graph* write) {
 void Graph::infer_and_verify() { check_graph(*this, this); }
 void Graph::verify() const { check_graph(*this, nullptr); }
 
-std::string Graph::to_string() const {
-  std::ostringstream os;
+namespace {
+// Prints `g` with every line prefixed by `pad`; subgraph attributes are printed nested.
+void print_graph(std::ostream& os, const Graph& g, const std::string& pad) {
   auto typed = [&](ValueId id) {
-    const ValueInfo& v = values[id];
-    return value_label(*this, id) + ": " + std::string(dtype_name(v.dtype)) +
+    const ValueInfo& v = g.values[id];
+    return value_label(g, id) + ": " + std::string(dtype_name(v.dtype)) +
            (v.shape ? dims_str(*v.shape) : "[?]");
   };
-  os << "graph " << name << "(";
-  for (size_t i = 0; i < inputs.size(); ++i) os << (i ? ", " : "") << typed(inputs[i]);
+  os << "graph " << g.name << "(";
+  for (size_t i = 0; i < g.inputs.size(); ++i) os << (i ? ", " : "") << typed(g.inputs[i]);
   os << ") {\n";
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].initializer.defined())
-      os << "  " << typed(static_cast<ValueId>(i)) << " = constant\n";
-  for (const Node& n : nodes) {
-    os << "  ";
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (g.values[i].initializer.defined())
+      os << pad << "  " << typed(static_cast<ValueId>(i)) << " = constant\n";
+  for (const Node& n : g.nodes) {
+    os << pad << "  ";
     for (size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : "") << typed(n.outputs[i]);
     os << " = " << op_name(n.op) << "(";
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      os << (i ? ", " : "") << (n.inputs[i] == kNoValue ? "_" : value_label(*this, n.inputs[i]));
+      os << (i ? ", " : "") << (n.inputs[i] == kNoValue ? "_" : value_label(g, n.inputs[i]));
     os << ")";
-    if (!n.attrs.empty()) {
-      os << " {";
-      bool first = true;
-      for (const auto& [k, v] : n.attrs) {
-        os << (first ? "" : ", ") << k << "=" << attr_str(v);
-        first = false;
-      }
-      os << "}";
+    bool first = true;
+    for (const auto& [k, v] : n.attrs) {
+      if (std::holds_alternative<std::shared_ptr<const Graph>>(v)) continue;
+      os << (first ? " {" : ", ") << k << "=" << attr_str(v);
+      first = false;
     }
+    if (!first) os << "}";
     os << "\n";
+    for (const auto& [k, v] : n.attrs)
+      if (const auto* sub = std::get_if<std::shared_ptr<const Graph>>(&v); sub && *sub) {
+        os << pad << "    " << k << " = ";
+        print_graph(os, **sub, pad + "    ");
+      }
   }
-  os << "  return ";
-  for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << value_label(*this, outputs[i]);
-  os << "\n}\n";
+  os << pad << "  return ";
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    os << (i ? ", " : "") << value_label(g, g.outputs[i]);
+  os << "\n" << pad << "}\n";
+}
+}  // namespace
+
+std::string Graph::to_string() const {
+  std::ostringstream os;
+  print_graph(os, *this, "");
   return os.str();
 }
 

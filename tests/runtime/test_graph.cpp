@@ -142,3 +142,25 @@ TEST_CASE("op names round-trip through the op table") {
   }
   CHECK_FALSE(op_from_name("NoSuchOp").has_value());
 }
+
+TEST_CASE("Graph::to_string prints subgraph attributes nested") {
+  GraphBuilder body_b("then_branch");
+  ValueId t = body_b.input("t", DType::f32, {2});
+  body_b.output(body_b.neg(t), "neg_t");
+  auto body = std::make_shared<const Graph>(body_b.build());
+
+  Graph g;
+  g.name = "outer";
+  ValueId x = g.add_value("x", DType::f32, DimList{2});
+  g.inputs.push_back(x);
+  ValueId y = g.add_value("y", DType::f32, DimList{2});
+  g.add_node(Node{OpKind::Identity, "holder", {x}, {y}, Attributes{{"body", body}}});
+  g.outputs.push_back(y);
+  const std::string text = g.to_string();
+  CHECK(has(text, "  y: f32[2] = Identity(x)\n"
+                  "    body = graph then_branch(t: f32[2]) {\n"
+                  "      neg_t: f32[2] = Neg(t)\n"
+                  "      return neg_t\n"
+                  "    }\n"));
+  CHECK(&g.nodes[0].attrs.get_graph("body") == body.get());
+}
