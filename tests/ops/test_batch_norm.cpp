@@ -1,0 +1,57 @@
+// BatchNormalization (inference form): hand-computed values and the training-mode errors.
+#include "test_util.h"
+
+using namespace sgraph;
+using test::check_close;
+using test::op_error;
+using test::run_op;
+
+namespace {
+bool has(const std::string& s, const char* sub) { return s.find(sub) != std::string::npos; }
+Tensor f32(Shape s, std::initializer_list<float> v) { return Tensor::from<float>(std::move(s), v); }
+}  // namespace
+
+TEST_CASE("BatchNormalization: per-channel normalisation, hand-computed") {
+  // channel 0: (x - 2) / 1 * 1 + 0; channel 1: (x - 3) / 2 * 2 + 1 (epsilon 0)
+  const Tensor scale = f32({2}, {1, 2}), b = f32({2}, {0, 1}), mean = f32({2}, {2, 3}),
+               var = f32({2}, {1, 4});
+  check_close(run_op(OpKind::BatchNormalization,
+                     {f32({1, 2, 2}, {1, 3, 2, 4}), scale, b, mean, var}, {{"epsilon", 0.0}})[0],
+              {1, 2, 2}, {-1, 1, 0, 2});
+  // rank 2 [N, C] and rank 4 [N, C, 1, 2] with the default epsilon 1e-5
+  check_close(
+      run_op(OpKind::BatchNormalization, {f32({2, 2}, {2, 3, 4, 5}), scale, b, mean, var})[0],
+      {2, 2}, {0, 1, 2, 3}, 1e-4);
+  check_close(run_op(OpKind::BatchNormalization,
+                     {f32({2, 2, 1, 2}, {1, 3, 2, 4, 0, 2, 5, 7}), scale, b, mean, var})[0],
+              {2, 2, 1, 2}, {-1, 1, 0, 2, -2, 0, 3, 5}, 1e-4, 1e-4);
+  // epsilon matters: var 0 + eps 0.25 -> divide by 0.5
+  check_close(
+      run_op(OpKind::BatchNormalization,
+             {f32({1, 1, 2}, {1, 2}), f32({1}, {1}), f32({1}, {0}), f32({1}, {0}), f32({1}, {0})},
+             {{"epsilon", 0.25}})[0],
+      {1, 1, 2}, {2, 4});
+}
+
+TEST_CASE("BatchNormalization: f64") {
+  auto d = [](std::initializer_list<double> v) { return Tensor::from<double>({2}, v); };
+  const Tensor y =
+      run_op(OpKind::BatchNormalization,
+             {Tensor::from<double>({1, 2, 1}, {5, -1}), d({2, 1}), d({1, 0}), d({1, 1}), d({4, 1})},
+             {{"epsilon", 0.0}})[0];
+  CHECK(y.dtype() == DType::f64);
+  check_close(y, {1, 2, 1}, {5, -2}, 1e-12);  // (5-1)/2*2+1, (-1-1)/1*1+0
+}
+
+TEST_CASE("BatchNormalization: errors") {
+  const Tensor x = Tensor(DType::f32, {1, 2, 3}), p = Tensor(DType::f32, {2});
+  CHECK(has(op_error(OpKind::BatchNormalization, {x, p, p, p, p}, {{"training_mode", int64_t{1}}}),
+            "training_mode=1 is not supported"));
+  CHECK(has(op_error(OpKind::BatchNormalization, {x, p, p, p, p}, {}, 3), "one output"));
+  CHECK(has(op_error(OpKind::BatchNormalization, {x, p, Tensor(DType::f32, {3}), p, p}),
+            "B must have shape [2]"));
+  CHECK(has(op_error(OpKind::BatchNormalization, {Tensor(DType::f32, {2}), p, p, p, p}),
+            "rank >= 2"));
+  CHECK(has(op_error(OpKind::BatchNormalization, {Tensor(DType::i32, {1, 2}), p, p, p, p}),
+            "must be a float tensor"));
+}
