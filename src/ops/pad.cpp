@@ -1,0 +1,154 @@
+// Pad: grows (or, with negative pads, crops) each axis; new elements are a constant, the edge
+// value or a mirror image (reflect). Negative pads crop first, then the positive ones pad the
+// cropped tensor, as onnxruntime and the ONNX reference do.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/op.h"
+
+namespace sgraph::ops {
+namespace {
+
+enum class Mode { constant, reflect, edge };
+
+// One axis after resolving its pads: output index o reads input index map[o], or the constant
+// where map[o] is -1. The output run [before, before + len) is the cropped input, contiguous.
+struct AxisPlan {
+  int64_t before = 0, len = 0, first = 0;  // first: input index of the first kept element
+  std::vector<int64_t> map;
+};
+
+Mode pad_mode(const Attributes& attrs) {
+  const std::string m = attrs.get_string("mode", "constant");
+  if (m == "constant") return Mode::constant;
+  if (m == "reflect") return Mode::reflect;
+  SG_CHECK(m == "edge") << "unknown Pad mode '" << m << "' (expected constant, reflect or edge)";
+  return Mode::edge;
+}
+
+// Resolves pads (input 1, or the opset-2 `pads` attribute) and axes (input 3) against `shape`.
+std::vector<AxisPlan> pad_plan(const Shape& shape, const Attributes& attrs, const Tensor* pads_in,
+                               const Tensor* axes_in) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const std::vector<int64_t> pads = pads_in ? pads_in->to_int64() : attrs.get_ints("pads");
+  std::vector<int64_t> axes;
+  if (axes_in) {
+    for (int64_t a : axes_in->to_int64()) axes.push_back(normalize_axis(a, rank, "Pad axis"));
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  const int64_t k = static_cast<int64_t>(axes.size());
+  SG_CHECK(static_cast<int64_t>(pads.size()) == 2 * k)
+      << "pads has " << pads.size() << " values but needs " << 2 * k << " (begin and end for "
+      << k << " axes) for input shape " << shape_str(shape);
+  std::vector<int64_t> begin(rank, 0), end(rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (int64_t i = 0; i < k; ++i) {
+    SG_CHECK(!seen[axes[i]]) << "Pad axis " << axes[i] << " is repeated";
+    seen[axes[i]] = true;
+    begin[axes[i]] = pads[i];
+    end[axes[i]] = pads[i + k];
+  }
+  const Mode mode = pad_mode(attrs);
+  std::vector<AxisPlan> plan(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    AxisPlan& p = plan[d];
+    p.first = std::max<int64_t>(-begin[d], 0);
+    p.len = shape[d] - p.first - std::max<int64_t>(-end[d], 0);
+    SG_CHECK(p.len >= 0) << "pads " << begin[d] << ", " << end[d] << " crop more than axis " << d
+                         << " of size " << shape[d];
+    p.before = std::max<int64_t>(begin[d], 0);
+    const int64_t after = std::max<int64_t>(end[d], 0);
+    if (mode == Mode::reflect)
+      SG_CHECK(std::max(p.before, after) < std::max<int64_t>(p.len, 1))
+          << "reflect pads " << p.before << ", " << after << " on axis " << d
+          << " must be smaller than its size " << p.len;
+    if (mode == Mode::edge)
+      SG_CHECK(p.len > 0 || (p.before == 0 && after == 0))
+          << "edge padding of axis " << d << ", which is empty";
+    p.map.resize(p.before + p.len + after);
+    for (int64_t o = 0; o < static_cast<int64_t>(p.map.size()); ++o) {
+      int64_t j = o - p.before;  // index into the cropped axis
+      if (j < 0 || j >= p.len) {
+        if (mode == Mode::constant) j = -1 - p.first;
+        else if (mode == Mode::edge) j = j < 0 ? 0 : p.len - 1;
+        else j = j < 0 ? -j : 2 * (p.len - 1) - j;
+      }
+      p.map[o] = j + p.first;
+    }
+  }
+  return plan;
+}
+
+template <class T>
+void pad_kernel(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plan, T value) {
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  const int64_t rank = x.rank();
+  if (rank == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const AxisPlan& last = plan.back();
+  const int64_t width = y.dim(-1);
+  const int64_t rows = width == 0 ? 0 : y.numel() / width;
+  const Shape st = strides_of(x.shape());
+  std::vector<int64_t> idx(rank - 1, 0);
+  for (int64_t r = 0; r < rows; ++r, dst += width) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int64_t d = 0; d < rank - 1; ++d) {
+      const int64_t m = plan[d].map[idx[d]];
+      inside = inside && m >= 0;
+      off += m * st[d];
+    }
+    if (!inside) {
+      std::fill(dst, dst + width, value);
+    } else {
+      const T* row = src + off;
+      for (int64_t o = 0; o < last.before; ++o) dst[o] = last.map[o] < 0 ? value : row[last.map[o]];
+      if (last.len > 0) std::memcpy(dst + last.before, row + last.first, last.len * sizeof(T));
+      for (int64_t o = last.before + last.len; o < width; ++o)
+        dst[o] = last.map[o] < 0 ? value : row[last.map[o]];
+    }
+    for (int64_t d = rank - 2; d >= 0; --d) {  // advance the outer index
+      if (++idx[d] < y.shape()[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+// Pad(data, pads?, constant_value?, axes?) {mode = constant, pads and value: the opset-2 form}.
+extern const OpDef kPad;
+const OpDef kPad{"Pad", 1, 4, 1, 1,
+                 [](TypeCtx& c) {
+                   if (c.has(1)) c.expect_int_index(1);
+                   if (c.has(2)) c.expect_same(0, 2);
+                   if (c.has(3)) c.expect_int_index(3);
+                   types_same_as_input0(c);
+                 },
+                 [](ShapeCtx& c) {
+                   SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
+                       << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
+                   const auto plan = pad_plan(c.shape(0), c.attrs(),
+                                              c.has(1) ? &c.require_value(1) : nullptr,
+                                              c.has(3) ? &c.require_value(3) : nullptr);
+                   Shape out;
+                   for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
+                   c.out[0] = std::move(out);
+                 },
+                 [](KernelCtx& c) {
+                   const auto plan = pad_plan(c.in[0].shape(), c.attrs(),
+                                              c.has(1) ? &c.in[1] : nullptr,
+                                              c.has(3) ? &c.in[3] : nullptr);
+                   visit_dtype(c.in[0].dtype(), [&]<class T>() {
+                     T value{};
+                     if (c.has(2)) value = c.in[2].data<T>()[0];
+                     else if (!c.has(1)) value = static_cast<T>(c.attrs().get_float("value", 0.0));
+                     pad_kernel<T>(c.in[0], c.out[0], plan, value);
+                   });
+                 }};
+
+}  // namespace sgraph::ops

@@ -1,0 +1,142 @@
+// Slice: a strided window of a tensor (ONNX 10+ inputs, or the opset-1 attributes). The copy
+// merges dimensions that stay contiguous and moves whole inner runs with memcpy.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/op.h"
+
+namespace sgraph::ops {
+namespace {
+
+// Per input dimension: first element, step, and output length.
+struct Window {
+  Shape start, step, out;
+};
+
+// Resolves starts/ends/axes/steps (inputs 1..4, or the opset-1 attributes) against `shape`.
+Window slice_window(const Shape& shape, const Attributes& attrs,
+                    std::span<const Tensor* const> in) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool has_axes = false;
+  if (in[0] != nullptr) {
+    SG_CHECK(in[1] != nullptr) << "Slice has a starts input but no ends input";
+    starts = in[0]->to_int64();
+    ends = in[1]->to_int64();
+    has_axes = in[2] != nullptr;
+    if (has_axes) axes = in[2]->to_int64();
+    if (in[3] != nullptr) steps = in[3]->to_int64();
+    else steps.assign(starts.size(), 1);
+  } else {
+    starts = attrs.get_ints("starts");
+    ends = attrs.get_ints("ends");
+    has_axes = attrs.has("axes");
+    if (has_axes) axes = attrs.get_ints("axes");
+    steps.assign(starts.size(), 1);
+  }
+  const size_t n = starts.size();
+  if (!has_axes)
+    for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(i));
+  SG_CHECK(ends.size() == n && axes.size() == n && steps.size() == n)
+      << "Slice needs as many ends, axes and steps as starts (" << n << "), got " << ends.size()
+      << ", " << axes.size() << " and " << steps.size();
+
+  Window w{Shape(rank, 0), Shape(rank, 1), shape};
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t a = normalize_axis(axes[i], rank, "Slice axis");
+    SG_CHECK(!seen[a]) << "Slice axis " << axes[i] << " is repeated";
+    seen[a] = true;
+    const int64_t dim = shape[a], step = steps[i];
+    SG_CHECK(step != 0) << "Slice step for axis " << axes[i] << " is 0";
+    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
+    // Clamp as ONNX does: forward to [0, dim]; backward start to [0, dim - 1] and end to
+    // [-1, dim - 1] (-1: past element 0). Max before min, so an empty axis gives start -1.
+    const int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+    s = std::min(std::max(s, int64_t{0}), hi);
+    e = std::min(std::max(e, lo), hi);
+    // Lengths in unsigned arithmetic: |step| may be as large as INT64_MAX + 1.
+    const uint64_t mag = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
+    const int64_t span = step > 0 ? e - s : s - e;
+    w.out[a] = span <= 0 ? 0 : static_cast<int64_t>(1 + uint64_t(span - 1) / mag);
+    w.start[a] = w.out[a] > 0 ? s : 0;
+    w.step[a] = w.out[a] > 1 ? step : 1;  // steps only matter with 2+ elements (no overflow)
+  }
+  return w;
+}
+
+// Copies y[i] = x[base + sum_d idx_d * stride_d] for every index of y's shape (in elements).
+void strided_copy(const Tensor& x, Tensor& y, int64_t base, const Shape& stride) {
+  if (y.numel() == 0) return;
+  // Drop size-1 dims, then merge dim d-1 into d when walking d-1 continues along d.
+  Shape dims, st;
+  for (size_t d = 0; d < stride.size(); ++d)
+    if (y.shape()[d] != 1) {
+      dims.push_back(y.shape()[d]);
+      st.push_back(stride[d]);
+    }
+  for (size_t d = dims.size(); d-- > 1;)
+    if (st[d - 1] == st[d] * dims[d]) {
+      dims[d] *= dims[d - 1];
+      dims.erase(dims.begin() + (d - 1));
+      st.erase(st.begin() + (d - 1));
+    }
+  if (dims.empty()) dims = st = {1};
+  const int64_t rank = static_cast<int64_t>(dims.size()), inner = dims.back();
+  const int64_t rows = numel(dims) / inner, inner_stride = st.back();
+  visit_dtype(x.dtype(), [&]<class T>() {
+    const T* src = x.data<T>();
+    T* dst = y.data<T>();
+    std::vector<int64_t> idx(rank, 0);
+    int64_t off = base;
+    for (int64_t r = 0; r < rows; ++r, dst += inner) {
+      if (inner_stride == 1) {
+        std::memcpy(dst, src + off, inner * sizeof(T));
+      } else {
+        for (int64_t j = 0; j < inner; ++j) dst[j] = src[off + j * inner_stride];
+      }
+      for (int64_t d = rank - 2; d >= 0; --d) {  // advance the outer index
+        off += st[d];
+        if (++idx[d] < dims[d]) break;
+        off -= st[d] * dims[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+void types_slice(TypeCtx& c) {
+  for (size_t i = 1; i < c.in.size(); ++i)
+    if (c.has(i)) c.expect_int_index(i);
+  types_same_as_input0(c);
+}
+
+}  // namespace
+
+// Slice(data, starts?, ends?, axes?, steps?) {starts, ends, axes: the opset-1 form}.
+extern const OpDef kSlice;
+const OpDef kSlice{"Slice", 1, 5, 1, 1, types_slice,
+                   [](ShapeCtx& c) {
+                     std::array<const Tensor*, 4> v{};
+                     for (size_t i = 1; i < 5; ++i)
+                       if (c.has(i)) v[i - 1] = &c.require_value(i);
+                     c.out[0] = slice_window(c.shape(0), c.attrs(), v).out;
+                   },
+                   [](KernelCtx& c) {
+                     std::array<const Tensor*, 4> v{};
+                     for (size_t i = 1; i < 5; ++i)
+                       if (c.has(i)) v[i - 1] = &c.in[i];
+                     const Tensor& x = c.in[0];
+                     const Window w = slice_window(x.shape(), c.attrs(), v);
+                     const Shape st = strides_of(x.shape());
+                     int64_t base = 0;
+                     Shape stride(st.size());
+                     for (size_t d = 0; d < st.size(); ++d) {
+                       base += w.start[d] * st[d];
+                       stride[d] = w.step[d] * st[d];
+                     }
+                     strided_copy(x, c.out[0], base, stride);
+                   }};
+
+}  // namespace sgraph::ops
