@@ -78,8 +78,13 @@ std::shared_ptr<void> allocate(size_t bytes) {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   SG_CHECK(dtype != DType::undefined) << "cannot allocate a tensor without a dtype";
-  for (int64_t d : shape_) SG_CHECK(d >= 0) << "negative dimension in shape " << sgraph::shape_str(shape_);
-  storage_ = allocate(nbytes());
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t d : shape_) {
+    SG_CHECK(d >= 0) << "negative dimension in shape " << sgraph::shape_str(shape_);
+    SG_CHECK(!__builtin_mul_overflow(bytes, d, &bytes))
+        << "shape " << sgraph::shape_str(shape_) << " has too many elements";
+  }
+  storage_ = allocate(static_cast<size_t>(bytes));
   data_ = storage_.get();
 }
 

@@ -68,6 +68,8 @@ TEST_CASE("Tensor: user errors") {
   CHECK(has(error_of([&] { a.data<int32_t>(); }), "tensor has dtype f32, accessed as i32"));
   CHECK(has(error_of([&] { Tensor::from<float>({3}, {1.0f, 2.0f}); }), "needs 3 values, got 2"));
   CHECK(has(error_of([&] { Tensor(DType::f32, {2, -1}); }), "negative dimension"));
+  CHECK(has(error_of([&] { Tensor(DType::f64, {int64_t{1} << 32, int64_t{1} << 30}); }),
+            "has too many elements"));
   CHECK(has(error_of([&] { a.dim(2); }), "dimension 2 out of range for rank 2"));
   CHECK(has(error_of([&] { a.to_int64(); }), "expected an integer tensor"));
   CHECK(has(error_of([] { dtype_from_onnx_code(10); }), "ONNX data type code 10"));
