@@ -212,6 +212,95 @@ void check_structure(const Graph& g, const Node& n, int32_t index, std::vector<b
 
 }  // namespace
 
+namespace {
+
+// Runs the op's shape rule on concrete input shapes; nullopt when it needs an unknown value.
+std::optional<std::vector<Shape>> run_shape_rule(const Graph& g, const Node& n,
+                                                 const std::vector<std::optional<Shape>>& shapes,
+                                                 std::span<const DType> types) {
+  std::vector<const Shape*> shape_ptrs(n.inputs.size(), nullptr);
+  std::vector<const Tensor*> value_ptrs(n.inputs.size(), nullptr);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    shape_ptrs[i] = &*shapes[i];
+    const Tensor& c = g.values[n.inputs[i]].initializer;
+    if (c.defined()) value_ptrs[i] = &c;
+  }
+  std::vector<Shape> out(n.outputs.size());
+  ops::ShapeCtx sc{n, shape_ptrs, value_ptrs, types, out};
+  try {
+    ops::op_def(n.op).shapes(sc);
+  } catch (const ops::ValueUnknown&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// Symbolic inference: the shape rule runs twice, each time with every non-static dim replaced by
+// a distinct sentinel size. An output dim equal in both runs is static; one equal to a symbol's
+// sentinel in both runs is that symbol; anything else is unknown. A rule that rejects the
+// sentinels (e.g. broadcasting two different symbols) leaves the shapes unknown: the interpreter
+// checks real shapes when it runs.
+std::optional<std::vector<DimList>> infer_symbolic(const Graph& g, const Node& n,
+                                                   std::span<const DType> types) {
+  std::vector<std::string> symbols;  // index = sentinel slot; "" for an anonymous unknown dim
+  auto slot_of = [&](const Dim& d) {
+    if (!d.symbol.empty())
+      for (size_t k = 0; k < symbols.size(); ++k)
+        if (symbols[k] == d.symbol) return static_cast<int64_t>(k);
+    symbols.push_back(d.symbol);
+    return static_cast<int64_t>(symbols.size() - 1);
+  };
+  std::vector<std::optional<DimList>> dims(n.inputs.size());
+  std::vector<std::vector<int64_t>> slots(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    const ValueInfo& v = g.values[n.inputs[i]];
+    if (v.initializer.defined()) dims[i] = to_dims(v.initializer.shape());
+    else if (v.shape) dims[i] = *v.shape;
+    else return std::nullopt;  // unknown rank
+    for (const Dim& d : *dims[i]) slots[i].push_back(d.is_static() ? -1 : slot_of(d));
+  }
+  const int64_t base[2] = {1009, 2003}, step[2] = {2, 3};
+  std::optional<std::vector<Shape>> out[2];
+  for (int run = 0; run < 2; ++run) {
+    std::vector<std::optional<Shape>> shapes(n.inputs.size());
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!dims[i]) continue;
+      Shape s;
+      for (size_t d = 0; d < dims[i]->size(); ++d)
+        s.push_back(slots[i][d] < 0 ? (*dims[i])[d].size : base[run] + step[run] * slots[i][d]);
+      shapes[i] = std::move(s);
+    }
+    try {
+      out[run] = run_shape_rule(g, n, shapes, types);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    if (!out[run]) return std::nullopt;
+  }
+  std::vector<DimList> result(n.outputs.size());
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const Shape &a = (*out[0])[k], &b = (*out[1])[k];
+    if (a.size() != b.size()) return std::nullopt;
+    for (size_t d = 0; d < a.size(); ++d) {
+      Dim dim;  // unknown
+      if (a[d] == b[d]) {
+        dim = Dim(a[d]);
+      } else if ((a[d] - base[0]) % step[0] == 0) {
+        const int64_t slot = (a[d] - base[0]) / step[0];
+        if (slot >= 0 && slot < static_cast<int64_t>(symbols.size()) &&
+            b[d] == base[1] + step[1] * slot)
+          dim.symbol = symbols[slot];
+      }
+      result[k].push_back(std::move(dim));
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
 NodeTypes infer_node_types(const Graph& g, const Node& n) {
   NodeTypes r;
   std::vector<DType> in_types(n.inputs.size(), DType::undefined);
@@ -225,29 +314,19 @@ NodeTypes infer_node_types(const Graph& g, const Node& n) {
     in_shapes[i] = static_shape(v);
     all_static = all_static && in_shapes[i].has_value();
   }
-  const ops::OpDef& def = ops::op_def(n.op);
   r.dtypes.assign(n.outputs.size(), DType::undefined);
   ops::TypeCtx tc{n, in_types, r.dtypes};
-  def.types(tc);
+  ops::op_def(n.op).types(tc);
   for (size_t i = 0; i < r.dtypes.size(); ++i)
     SG_ASSERT(r.dtypes[i] != DType::undefined) << "op left output " << i << " untyped";
-  if (!all_static) return r;
-  std::vector<const Shape*> shape_ptrs(n.inputs.size(), nullptr);
-  std::vector<const Tensor*> value_ptrs(n.inputs.size(), nullptr);
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (n.inputs[i] == kNoValue) continue;
-    shape_ptrs[i] = &*in_shapes[i];
-    const Tensor& c = g.values[n.inputs[i]].initializer;
-    if (c.defined()) value_ptrs[i] = &c;
+  if (!all_static) {
+    r.shapes = infer_symbolic(g, n, in_types);
+    return r;
   }
-  std::vector<Shape> out(n.outputs.size());
-  ops::ShapeCtx sc{n, shape_ptrs, value_ptrs, in_types, out};
-  try {
-    def.shapes(sc);
-  } catch (const ops::ValueUnknown&) {
-    return r;  // depends on a value only known when running
+  if (auto out = run_shape_rule(g, n, in_shapes, in_types)) {
+    r.shapes.emplace();
+    for (const Shape& s : *out) r.shapes->push_back(to_dims(s));
   }
-  r.shapes = std::move(out);
   return r;
 }
 
@@ -258,7 +337,7 @@ void infer_node(Graph& g, int32_t index) {
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       ValueInfo& v = g.values[n.outputs[i]];
       v.dtype = t.dtypes[i];
-      if (t.shapes) v.shape = to_dims((*t.shapes)[i]);
+      if (t.shapes) v.shape = (*t.shapes)[i];
     }
   } catch (Error& e) {
     e.at_node(n.name, std::string(op_name(n.op)));

@@ -10,7 +10,8 @@ namespace sgraph {
 
 struct NodeTypes {
   std::vector<DType> dtypes;
-  std::optional<std::vector<Shape>> shapes;  // when every input shape (and needed value) is known
+  // Per output when inferable: static dims, symbolic dims carried through (batch), or unknown.
+  std::optional<std::vector<DimList>> shapes;
 };
 
 // Throws (without node context) when `n` has a wrong number of inputs or outputs.

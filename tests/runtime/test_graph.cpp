@@ -47,9 +47,9 @@ TEST_CASE("Graph::to_string lists inputs, constants, nodes and outputs") {
         "graph small(x: f32[batch,3]) {\n"
         "  w: f32[3] = constant\n"
         "  b: f32[1] = constant\n"
-        "  mul_0: f32[?] = Mul(x, w)\n"
-        "  add_0: f32[?] = Add(mul_0, b)\n"
-        "  y: f32[?] = Relu(add_0)\n"
+        "  mul_0: f32[batch,3] = Mul(x, w)\n"
+        "  add_0: f32[batch,3] = Add(mul_0, b)\n"
+        "  y: f32[batch,3] = Relu(add_0)\n"
         "  return y\n"
         "}\n");
 }
@@ -163,4 +163,22 @@ TEST_CASE("Graph::to_string prints subgraph attributes nested") {
                   "      return neg_t\n"
                   "    }\n"));
   CHECK(&g.nodes[0].attrs.get_graph("body") == body.get());
+}
+
+TEST_CASE("Shape inference carries symbolic dims through ops") {
+  GraphBuilder b("sym");
+  ValueId x = b.input("x", DType::f32, {Dim("batch"), 1, 4});
+  ValueId y = b.input("y", DType::f32, {1, Dim("seq"), 4});
+  ValueId z = b.input("z", DType::f32, {Dim("n")});
+  ValueId u = b.input("u", DType::f32, {Dim("m")});
+  ValueId unnamed = b.input("w", DType::f32, {Dim(), 4});
+  Graph& g = b.graph();
+  auto dims = [&](ValueId v) { return g.value(v).shape ? dims_str(*g.value(v).shape) : "none"; };
+  CHECK(dims(b.add(x, y)) == "[batch,seq,4]");
+  CHECK(dims(b.flatten(x, Attributes{{"axis", int64_t{1}}})) == "[batch,4]");
+  CHECK(dims(b.reshape(x, b.ints({-1}))) == "[?]");           // 4*batch: not a symbol
+  CHECK(dims(b.concat(z, z, Attributes{{"axis", int64_t{0}}})) == "[?]");
+  CHECK(dims(b.add(z, u)) == "none");                          // n vs m: known only when run
+  CHECK(dims(b.relu(unnamed)) == "[?,4]");
+  CHECK(dims(b.matmul(x, b.constant("k", Tensor::zeros(DType::f32, {4, 5})))) == "[batch,1,5]");
 }
