@@ -8,9 +8,6 @@
 namespace sgraph::ops {
 namespace {
 
-int64_t outer_size(const Shape& s, int64_t axis) { return numel(std::span(s).first(axis)); }
-int64_t inner_size(const Shape& s, int64_t axis) { return numel(std::span(s).subspan(axis + 1)); }
-
 // Split sizes from the `split` input (13+) or attribute, else equal chunks (ONNX 18: when the
 // dimension does not divide, the last chunk is smaller).
 std::vector<int64_t> split_sizes(const Attributes& attrs, const Tensor* split, int64_t dim,
@@ -71,8 +68,9 @@ const OpDef kConcat{"Concat", 1, 1024, 1, 1,
                       Tensor& y = c.out[0];
                       const int64_t axis = normalize_axis(c.attrs().get_int("axis"), y.rank());
                       const size_t es = dtype_size(y.dtype());
-                      const int64_t outer = outer_size(y.shape(), axis);
-                      const size_t row = static_cast<size_t>(y.dim(axis) * inner_size(y.shape(), axis)) * es;
+                      const AxisSplit v = split_at_axis(y.shape(), axis);
+                      const int64_t outer = v.outer;
+                      const size_t row = static_cast<size_t>(v.dim * v.inner) * es;
                       auto* dst = static_cast<std::byte*>(y.raw_data());
                       size_t offset = 0;  // bytes into each output row
                       for (const Tensor& x : c.in) {
@@ -107,7 +105,7 @@ const OpDef kSplit{"Split", 1, 2, 1, 1024,
                    [](KernelCtx& c) {
                      const Tensor& x = c.in[0];
                      const int64_t axis = normalize_axis(c.attrs().get_int("axis", 0), x.rank());
-                     const int64_t outer = outer_size(x.shape(), axis);
+                     const int64_t outer = split_at_axis(x.shape(), axis).outer;
                      const size_t row = x.nbytes() / std::max<int64_t>(outer, 1);
                      const auto* src = static_cast<const std::byte*>(x.raw_data());
                      size_t offset = 0;  // bytes into each input row

@@ -250,13 +250,6 @@ void run_conv_transpose(KernelCtx& c) {
   }
 }
 
-template <class F>
-void visit_float(DType t, F&& f) {
-  if (t == DType::f32) return f.template operator()<float>();
-  SG_ASSERT(t == DType::f64) << "convolution on " << dtype_name(t);
-  f.template operator()<double>();
-}
-
 }  // namespace
 
 // Conv(X, W, B?) {auto_pad, dilations, group, kernel_shape, pads, strides}

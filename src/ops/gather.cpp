@@ -33,8 +33,8 @@ const OpDef kGather{
                                        << " of size " << dim;
         if (i < 0) i += dim;
       }
-      const int64_t outer = numel(std::span(x.shape()).first(axis));
-      const int64_t inner = numel(std::span(x.shape()).subspan(axis + 1));
+      const AxisSplit v = split_at_axis(x.shape(), axis);
+      const int64_t outer = v.outer, inner = v.inner;
       const int64_t n = static_cast<int64_t>(index.size());
       if (inner == 0) return;
       visit_dtype(x.dtype(), [&]<class T>() {

@@ -79,6 +79,20 @@ Shape strides_of(const Shape& shape);
 // Strides to read a tensor of `in_shape` as if broadcast to `out_shape` (0 along broadcast dims).
 Shape broadcast_strides(const Shape& in_shape, const Shape& out_shape);
 
+// A tensor of `shape` viewed as [outer, dim, inner] around the (normalised) `axis`.
+struct AxisSplit {
+  int64_t outer, dim, inner;
+};
+AxisSplit split_at_axis(const Shape& shape, int64_t axis);
+
+// visit_dtype for float-only kernels (their types() rule has already rejected other dtypes).
+template <class F>
+decltype(auto) visit_float(DType t, F&& f) {
+  if (t == DType::f32) return f.template operator()<float>();
+  SG_ASSERT(t == DType::f64) << "float kernel called on " << dtype_name(t);
+  return f.template operator()<double>();
+}
+
 // Common type rules.
 void types_same_as_input0(TypeCtx& c);
 void types_float_same(TypeCtx& c);  // input 0 float; every output takes its dtype

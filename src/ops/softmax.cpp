@@ -88,19 +88,12 @@ void run_softmax(KernelCtx& c) {
   const Tensor& x = c.in[0];
   if (x.numel() == 0) return;
   const int64_t axis = normalize_axis(c.attrs().get_int("axis", -1), x.rank());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
-  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
-  const int64_t n = x.shape()[axis];
-  visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (inner == 1)
-        softmax_rows<Log>(x.data<T>(), c.out[0].data<T>(), outer, n);
-      else
-        softmax_columns<Log>(x.data<T>(), c.out[0].data<T>(), outer, n, inner);
-    } else {
-      SG_ASSERT(false) << "softmax on " << dtype_name(x.dtype());
-    }
+  const auto [outer, n, inner] = split_at_axis(x.shape(), axis);
+  visit_float(x.dtype(), [&]<class T>() {
+    if (inner == 1)
+      softmax_rows<Log>(x.data<T>(), c.out[0].data<T>(), outer, n);
+    else
+      softmax_columns<Log>(x.data<T>(), c.out[0].data<T>(), outer, n, inner);
   });
 }
 

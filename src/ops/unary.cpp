@@ -6,22 +6,18 @@
 namespace sgraph::ops {
 namespace {
 
-// Applies f(x) (or f(x, attrs) via a capture-free lambda) to every element, dtype-dispatched
-// over the types `Allowed` accepts.
+// y[i] = f(x[i]) for float inputs.
 template <class F>
 void map_float(KernelCtx& c, F f) {
-  visit_dtype(c.in[0].dtype(), [&]<class T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* x = c.in[0].data<T>();
-      T* y = c.out[0].data<T>();
-      const int64_t n = c.in[0].numel();
-      for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
-    } else {
-      SG_ASSERT(false) << "float op on " << dtype_name(c.in[0].dtype());
-    }
+  visit_float(c.in[0].dtype(), [&]<class T>() {
+    const T* x = c.in[0].data<T>();
+    T* y = c.out[0].data<T>();
+    const int64_t n = c.in[0].numel();
+    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
   });
 }
 
+// y[i] = f(x[i]) for any non-bool input.
 template <class F>
 void map_numeric(KernelCtx& c, F f) {
   visit_dtype(c.in[0].dtype(), [&]<class T>() {
