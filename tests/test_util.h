@@ -1,16 +1,43 @@
-// Test helpers: building tensors and comparing them.
+// Test helpers: building tensors and comparing them (the ones that need xtensor are in xt_util.h).
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sgraph/sgraph.h"
 
 namespace sgraph::test {
+
+// True if `sub` occurs in `s` (for checking error messages).
+inline bool contains(const std::string& s, std::string_view sub) {
+  return s.find(sub) != std::string::npos;
+}
+
+// Runs `f` and returns the what() of the sgraph::Error it throws, or "" if it does not throw.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The elements of `t` (any dtype) as doubles, in row-major order.
+inline std::vector<double> values(const Tensor& t) {
+  std::vector<double> v(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.at_double(i);
+  return v;
+}
 
 // Checks `got` has `shape` and elementwise |got - want| <= atol + rtol * |want| (NaN matches NaN,
 // an infinity matches only itself).
@@ -33,10 +60,8 @@ inline void check_close(const Tensor& got, const Shape& shape, const std::vector
 
 inline void check_tensors_close(const Tensor& got, const Tensor& want, double rtol = 1e-5,
                                 double atol = 1e-6) {
-  std::vector<double> w(want.numel());
-  for (int64_t i = 0; i < want.numel(); ++i) w[i] = want.at_double(i);
   CHECK(got.dtype() == want.dtype());
-  check_close(got, want.shape(), w, rtol, atol);
+  check_close(got, want.shape(), values(want), rtol, atol);
 }
 
 // Two-argument form (no tolerances, so it cannot be confused with the shape/value form).
@@ -49,6 +74,58 @@ inline Tensor random_f32(Shape shape, uint32_t seed, float lo = -1.0f, float hi 
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
   return t;
 }
+
+// random_f32(shape, seed) widened to f64: the same values, as doubles.
+inline Tensor random_f64(Shape shape, uint32_t seed) {
+  const Tensor f = random_f32(shape, seed);
+  Tensor t(DType::f64, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = f.at_double(i);
+  return t;
+}
+
+// An f32 tensor with the given shape and values.
+inline Tensor f32(Shape s, std::initializer_list<float> v) {
+  return Tensor::from<float>(std::move(s), v);
+}
+
+// start, start + 1, start + 2, ... in row-major order, as dtype T.
+template <class T>
+Tensor iota(Shape s, int start = 0) {
+  Tensor t(dtype_v<T>, std::move(s));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(start + i);
+  return t;
+}
+
+// A 1-D i64 tensor holding `v` (shape, axes, pads, sizes and index inputs).
+inline Tensor ints(const std::vector<int64_t>& v) {
+  return Tensor::from<int64_t>({static_cast<int64_t>(v.size())}, v);
+}
+
+// The attribute set {axis: a}.
+inline Attributes axis(int64_t a) { return {{"axis", a}}; }
+
+// The multi-index of row-major offset `flat` in `shape`.
+inline Ints unravel(int64_t flat, const Ints& shape) {
+  Ints idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
+// The row-major offset of multi-index `idx` in `shape` (the inverse of unravel).
+inline int64_t ravel(const Ints& idx, const Ints& shape) {
+  int64_t f = 0;
+  for (size_t d = 0; d < shape.size(); ++d) f = f * shape[d] + idx[d];
+  return f;
+}
+
+// A reference result computed by a test: its shape and row-major values.
+struct Expected {
+  Shape shape;
+  std::vector<double> values;
+};
 
 // Runs a single-node graph: inputs become graph inputs unless given as constants.
 // Returns the node's outputs.
@@ -76,12 +153,7 @@ inline std::vector<Tensor> run_op(OpKind op, const std::vector<Tensor>& inputs,
 // The error message run_op throws, or "" if it does not throw.
 inline std::string op_error(OpKind op, const std::vector<Tensor>& inputs, Attributes attrs = {},
                             int num_outputs = 1, const std::vector<bool>& constant = {}) {
-  try {
-    run_op(op, inputs, std::move(attrs), num_outputs, constant);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { run_op(op, inputs, std::move(attrs), num_outputs, constant); });
 }
 
 }  // namespace sgraph::test

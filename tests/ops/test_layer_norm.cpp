@@ -1,19 +1,14 @@
 // LayerNormalization against hand-computed values and an xtensor reference.
-#include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xreducer.hpp>
 
-#include "test_util.h"
+#include "xt_util.h"
 
 using namespace sgraph;
-using test::check_close;
-using test::op_error;
-using test::run_op;
+using namespace sgraph::test;
 
 namespace {
-bool has(const std::string& s, const char* sub) { return s.find(sub) != std::string::npos; }
-Tensor f32(Shape s, std::initializer_list<float> v) { return Tensor::from<float>(std::move(s), v); }
 const double kR32 = 1.2247448714;  // sqrt(3/2) = 1 / sqrt(var({1,2,3}))
 const double kR5 = 0.8944271910;   // 1 / sqrt(1.25)
 }  // namespace
@@ -96,15 +91,6 @@ TEST_CASE("LayerNormalization: size-1 normalised dim gives B") {
   check_close(out[2], {3, 1}, std::vector<double>(3, 1 / std::sqrt(1e-5)));
 }
 
-namespace {
-xt::xarray<double> to_xt(const Tensor& t) {
-  std::vector<double> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.at_double(i);
-  std::vector<size_t> shape(t.shape().begin(), t.shape().end());
-  return xt::adapt(v, shape);
-}
-}  // namespace
-
 TEST_CASE("LayerNormalization: random inputs against xtensor, odd sizes") {
   const double eps = 1e-3;
   for (int64_t axis : {1, 2}) {
@@ -114,11 +100,11 @@ TEST_CASE("LayerNormalization: random inputs against xtensor, odd sizes") {
     const Tensor scale = test::random_f32(sshape, 6), bias = test::random_f32({7}, 7);
     std::vector<size_t> axes;
     for (size_t d = static_cast<size_t>(axis); d < 3; ++d) axes.push_back(d);
-    const xt::xarray<double> a = to_xt(x);
+    const xt::xarray<double> a = to_xt<double>(x);
     const xt::xarray<double> mean = xt::mean(a, axes, xt::keep_dims);
     const xt::xarray<double> var = xt::mean(xt::square(a - mean), axes, xt::keep_dims);
     const xt::xarray<double> inv = 1.0 / xt::sqrt(var + eps);
-    const xt::xarray<double> want = (a - mean) * inv * to_xt(scale) + to_xt(bias);
+    const xt::xarray<double> want = (a - mean) * inv * to_xt<double>(scale) + to_xt<double>(bias);
     const auto out =
         run_op(OpKind::LayerNormalization, {x, scale, bias}, {{"axis", axis}, {"epsilon", eps}}, 3);
     check_close(out[0], {2, 3, 7}, {want.begin(), want.end()}, 1e-5, 1e-5);
@@ -131,18 +117,18 @@ TEST_CASE("LayerNormalization: random inputs against xtensor, odd sizes") {
 TEST_CASE("LayerNormalization: user errors") {
   const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor s = f32({3}, {1, 1, 1});
-  CHECK(has(op_error(OpKind::LayerNormalization, {x, f32({4}, {1, 1, 1, 1})}),
-            "Scale shape [4] cannot be broadcast to the normalized shape [3]"));
-  CHECK(has(op_error(OpKind::LayerNormalization, {x, s, f32({2, 3}, {1, 1, 1, 1, 1, 1})}),
-            "B shape [2,3] cannot be broadcast"));
-  CHECK(has(op_error(OpKind::LayerNormalization, {x, s}, {{"axis", int64_t{2}}}),
-            "axis 2 is out of range for rank 2"));
-  CHECK(has(op_error(OpKind::LayerNormalization, {Tensor::from<int32_t>({3}, {1, 2, 3}), s}),
-            "must be a float tensor"));
-  CHECK(has(op_error(OpKind::LayerNormalization, {x, Tensor::from<double>({3}, {1, 1, 1})}),
-            "must have the same dtype"));
-  CHECK(has(op_error(OpKind::LayerNormalization, {x, s}, {{"stash_type", int64_t{7}}}),
-            "stash_type must name a float type"));
-  CHECK(has(op_error(OpKind::LayerNormalization, {Tensor::scalar<float>(1), f32({1}, {1})}),
-            "rank >= 1"));
+  CHECK(contains(op_error(OpKind::LayerNormalization, {x, f32({4}, {1, 1, 1, 1})}),
+                 "Scale shape [4] cannot be broadcast to the normalized shape [3]"));
+  CHECK(contains(op_error(OpKind::LayerNormalization, {x, s, f32({2, 3}, {1, 1, 1, 1, 1, 1})}),
+                 "B shape [2,3] cannot be broadcast"));
+  CHECK(contains(op_error(OpKind::LayerNormalization, {x, s}, {{"axis", int64_t{2}}}),
+                 "axis 2 is out of range for rank 2"));
+  CHECK(contains(op_error(OpKind::LayerNormalization, {Tensor::from<int32_t>({3}, {1, 2, 3}), s}),
+                 "must be a float tensor"));
+  CHECK(contains(op_error(OpKind::LayerNormalization, {x, Tensor::from<double>({3}, {1, 1, 1})}),
+                 "must have the same dtype"));
+  CHECK(contains(op_error(OpKind::LayerNormalization, {x, s}, {{"stash_type", int64_t{7}}}),
+                 "stash_type must name a float type"));
+  CHECK(contains(op_error(OpKind::LayerNormalization, {Tensor::scalar<float>(1), f32({1}, {1})}),
+                 "rank >= 1"));
 }

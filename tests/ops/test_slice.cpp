@@ -2,30 +2,17 @@
 // attribute form), every dtype family, errors, and random windows against xt::strided_view.
 #include <limits>
 #include <random>
-#include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xstrided_view.hpp>
 
-#include "test_util.h"
+#include "xt_util.h"
 
 using namespace sgraph;
-using test::check_close;
-using test::op_error;
-using test::run_op;
+using namespace sgraph::test;
 
 namespace {
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-bool has(const std::string& s, const char* sub) { return s.find(sub) != std::string::npos; }
-template <class T>
-Tensor iota(Shape s, int start = 0) {
-  Tensor t(dtype_v<T>, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(start + i);
-  return t;
-}
-Tensor ints(std::initializer_list<int64_t> v) {
-  return Tensor::from<int64_t>({static_cast<int64_t>(v.size())}, v);
-}
 // Slice(x, starts, ends, axes?, steps?) with i64 index tensors; {} leaves an input out.
 Tensor slice(const Tensor& x, Tensor starts, Tensor ends, Tensor axes = {}, Tensor steps = {}) {
   std::vector<Tensor> in{x, std::move(starts), std::move(ends), std::move(axes), std::move(steps)};
@@ -138,27 +125,23 @@ TEST_CASE("Slice: random windows match xt::strided_view") {
       steps.push_back(step);
       sv[a] = xt::range(std::ptrdiff_t(start), std::ptrdiff_t(end), std::ptrdiff_t(step));
     }
-    auto vec = [](const std::vector<int64_t>& v) {
-      return Tensor::from<int64_t>({static_cast<int64_t>(v.size())}, v);
-    };
-    const Tensor got = slice(x, vec(starts), vec(ends), vec(axes), vec(steps));
-    std::vector<size_t> xs(shape.begin(), shape.end());
-    const xt::xarray<float> want = xt::strided_view(
-        xt::adapt(x.data<float>(), size_t(x.numel()), xt::no_ownership(), xs), sv);
-    Shape ws(want.shape().begin(), want.shape().end());
-    check_close(got, ws, std::vector<double>(want.begin(), want.end()), 0, 0);
+    const Tensor got = slice(x, ints(starts), ints(ends), ints(axes), ints(steps));
+    const xt::xarray<float> want = xt::strided_view(to_xt<float>(x), sv);
+    check_xt(got, want, 0, 0);
   }
 }
 
 TEST_CASE("Slice: errors") {
   const Tensor x = iota<float>({3, 4});
-  CHECK(has(op_error(OpKind::Slice, {x, ints({0}), ints({1}), ints({0}), ints({0})}),
-            "Slice step for axis 0 is 0"));
-  CHECK(has(op_error(OpKind::Slice, {x, ints({0, 0}), ints({1, 1}), ints({1, -1})}),
-            "Slice axis -1 is repeated"));
-  CHECK(has(op_error(OpKind::Slice, {x, ints({0}), ints({1}), ints({2})}),
-            "Slice axis 2 is out of range for rank 2"));
-  CHECK(has(op_error(OpKind::Slice, {x, ints({0, 0}), ints({1})}), "as many ends, axes and steps"));
-  CHECK(has(op_error(OpKind::Slice, {x, Tensor::from<float>({1}, {0}), ints({1})}), "expected one of"));
-  CHECK(has(op_error(OpKind::Slice, {x}), "missing required attribute 'starts'"));
+  CHECK(contains(op_error(OpKind::Slice, {x, ints({0}), ints({1}), ints({0}), ints({0})}),
+                 "Slice step for axis 0 is 0"));
+  CHECK(contains(op_error(OpKind::Slice, {x, ints({0, 0}), ints({1, 1}), ints({1, -1})}),
+                 "Slice axis -1 is repeated"));
+  CHECK(contains(op_error(OpKind::Slice, {x, ints({0}), ints({1}), ints({2})}),
+                 "Slice axis 2 is out of range for rank 2"));
+  CHECK(contains(op_error(OpKind::Slice, {x, ints({0, 0}), ints({1})}),
+                 "as many ends, axes and steps"));
+  CHECK(contains(op_error(OpKind::Slice, {x, Tensor::from<float>({1}, {0}), ints({1})}),
+                 "expected one of"));
+  CHECK(contains(op_error(OpKind::Slice, {x}), "missing required attribute 'starts'"));
 }

@@ -5,14 +5,9 @@
 #include "test_util.h"
 
 using namespace sgraph;
+using namespace sgraph::test;
 
 namespace {
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.at_double(i);
-  return v;
-}
 
 // y[n,j] = sum_k x[n,k] w[k,j] + b[j]
 std::vector<double> dense(const std::vector<double>& x, const std::vector<double>& w,
