@@ -44,7 +44,8 @@ inline std::vector<double> values(const Tensor& t) {
 inline void check_close(const Tensor& got, const Shape& shape, const std::vector<double>& want,
                         double rtol = 1e-5, double atol = 1e-6) {
   REQUIRE(got.defined());
-  CHECK_MESSAGE(got.shape() == shape, "shape " << shape_str(got.shape()) << " != " << shape_str(shape));
+  CHECK_MESSAGE(got.shape() == shape,
+                "shape " << shape_str(got.shape()) << " != " << shape_str(shape));
   REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double g = got.at_double(i), w = want[i];
@@ -141,7 +142,8 @@ inline std::vector<Tensor> run_op(OpKind op, const std::vector<Tensor>& inputs,
     } else if (i < constant.size() && constant[i]) {
       ins.push_back(b.constant("in" + std::to_string(i), inputs[i]));
     } else {
-      ins.push_back(b.input("in" + std::to_string(i), inputs[i].dtype(), to_dims(inputs[i].shape())));
+      ins.push_back(
+          b.input("in" + std::to_string(i), inputs[i].dtype(), to_dims(inputs[i].shape())));
       feeds.push_back(inputs[i]);
     }
   }

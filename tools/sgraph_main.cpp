@@ -83,8 +83,10 @@ int main(int argc, char** argv) {
     if (cmd == "demo") {
       int iters = 20;
       for (int i = 2; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
-        else return usage();
+        if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
+          iters = std::max(1, std::atoi(argv[++i]));
+        else
+          return usage();
       }
       return demo(iters);
     }

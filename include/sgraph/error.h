@@ -1,7 +1,8 @@
 // sgraph/error.h — the one exception type sgraph throws, and the two check macros.
 //
 //   SG_CHECK(cond) << "message";   // bad user input: throws sgraph::Error
-//   SG_ASSERT(cond) << "message";  // broken internal invariant: throws sgraph::Error marked internal
+//   SG_ASSERT(cond) << "message";  // broken internal invariant: throws sgraph::Error marked
+//   internal
 //
 // An Error carries the file, node and op it concerns; callers that know more context add it
 // (`e.at_node(...)`) as the error passes through them, so a user sees e.g.
@@ -71,13 +72,12 @@ struct Raise {
 }  // namespace detail
 }  // namespace sgraph
 
-#define SG_CHECK(cond) \
-  (cond) ? (void)0 : ::sgraph::detail::Raise{""} & ::sgraph::detail::Message()
+#define SG_CHECK(cond) (cond) ? (void)0 : ::sgraph::detail::Raise{""} & ::sgraph::detail::Message()
 #define SG_FAIL() ::sgraph::detail::Raise{""} & ::sgraph::detail::Message()
 #define SG_STRINGIFY2(x) #x
 #define SG_STRINGIFY(x) SG_STRINGIFY2(x)
-#define SG_ASSERT(cond)                                                                  \
-  (cond) ? (void)0                                                                       \
-         : ::sgraph::detail::Raise{"internal error (" __FILE__ ":" SG_STRINGIFY(__LINE__) \
-                                   "): " #cond " "} &                                    \
+#define SG_ASSERT(cond)                                                          \
+  (cond) ? (void)0                                                               \
+         : ::sgraph::detail::Raise{"internal error (" __FILE__                   \
+                                   ":" SG_STRINGIFY(__LINE__) "): " #cond " "} & \
                ::sgraph::detail::Message()

@@ -141,17 +141,19 @@ class GraphBuilder {
   ValueId scalar(T v) {
     return constant("", Tensor::scalar<T>(v));
   }
-  ValueId ints(const Ints& v) { return constant("", Tensor::from<int64_t>({int64_t(v.size())}, v)); }
+  ValueId ints(const Ints& v) {
+    return constant("", Tensor::from<int64_t>({int64_t(v.size())}, v));
+  }
   void output(ValueId v, std::string name = "");
 
   // The general form: any op, any number of outputs.
   std::vector<ValueId> node(OpKind op, std::vector<ValueId> inputs, Attributes attrs = {},
                             int num_outputs = 1, std::string name = "");
 
-#define SG_OP_METHOD(Name, method)                                                  \
-  template <class... Args>                                                        \
-  ValueId method(Args&&... args) {                                                \
-    return single(OpKind::Name, std::forward<Args>(args)...);                     \
+#define SG_OP_METHOD(Name, method)                            \
+  template <class... Args>                                    \
+  ValueId method(Args&&... args) {                            \
+    return single(OpKind::Name, std::forward<Args>(args)...); \
   }
   SG_FOR_EACH_OP(SG_OP_METHOD)
 #undef SG_OP_METHOD
@@ -168,7 +170,9 @@ class GraphBuilder {
     return node(op, std::move(ins), std::move(attrs), 1).front();
   }
   static void collect(std::vector<ValueId>& ins, Attributes&, ValueId v) { ins.push_back(v); }
-  static void collect(std::vector<ValueId>&, Attributes& a, Attributes attrs) { a = std::move(attrs); }
+  static void collect(std::vector<ValueId>&, Attributes& a, Attributes attrs) {
+    a = std::move(attrs);
+  }
   Graph graph_;
   std::map<std::string, int> name_counts_;
 };

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+// clang-format off
 #define SG_FOR_EACH_OP(SG_OP)                          \
   /* elementwise unary (src/ops/unary.cpp) */          \
   SG_OP(Neg, neg)                                      \
@@ -68,6 +69,7 @@
   SG_OP(Shape, shape)                                  \
   SG_OP(Range, range)                                  \
   SG_OP(ConstantOfShape, constant_of_shape)
+// clang-format on
 
 namespace sgraph {
 

@@ -18,9 +18,26 @@
 
 namespace sgraph {
 
-enum class DType : uint8_t { undefined, f32, f64, i32, i64, boolean, u8, i8 };
+// Every dtype in one list: SG_DTYPE(enumerator, C++ type, name, ONNX TensorProto data type code).
+// clang-format off
+#define SG_FOR_EACH_DTYPE(SG_DTYPE)        \
+  SG_DTYPE(f32, float, "f32", 1)           \
+  SG_DTYPE(f64, double, "f64", 11)         \
+  SG_DTYPE(i32, int32_t, "i32", 6)         \
+  SG_DTYPE(i64, int64_t, "i64", 7)         \
+  SG_DTYPE(boolean, bool, "bool", 9)       \
+  SG_DTYPE(u8, uint8_t, "u8", 2)           \
+  SG_DTYPE(i8, int8_t, "i8", 3)
+// clang-format on
 
-size_t dtype_size(DType t);
+enum class DType : uint8_t {
+  undefined,
+#define SG_DTYPE_ENUM(e, T, name, onnx) e,
+  SG_FOR_EACH_DTYPE(SG_DTYPE_ENUM)
+#undef SG_DTYPE_ENUM
+};
+
+size_t dtype_size(DType t);            // 0 for undefined
 std::string_view dtype_name(DType t);  // "f32", "i64", "bool", ...
 bool is_float(DType t);
 bool is_integer(DType t);
@@ -28,28 +45,29 @@ bool is_integer(DType t);
 int64_t onnx_dtype_code(DType t);
 DType dtype_from_onnx_code(int64_t code);  // throws for codes sgraph does not support
 
-template <class T> struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
-template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
-template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;
+template <class T>
+struct dtype_of;
+#define SG_DTYPE_OF(e, T, name, onnx)        \
+  template <>                                \
+  struct dtype_of<T> {                       \
+    static constexpr DType value = DType::e; \
+  };
+SG_FOR_EACH_DTYPE(SG_DTYPE_OF)
+#undef SG_DTYPE_OF
+template <class T>
+inline constexpr DType dtype_v = dtype_of<T>::value;
 
 // Calls f.template operator()<T>() with the C++ type of `t`: visit_dtype(t, [&]<class T>() {...}).
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::f32: return f.template operator()<float>();
-    case DType::f64: return f.template operator()<double>();
-    case DType::i32: return f.template operator()<int32_t>();
-    case DType::i64: return f.template operator()<int64_t>();
-    case DType::boolean: return f.template operator()<bool>();
-    case DType::u8: return f.template operator()<uint8_t>();
-    case DType::i8: return f.template operator()<int8_t>();
-    case DType::undefined: break;
+#define SG_DTYPE_CASE(e, T, name, onnx) \
+  case DType::e:                        \
+    return f.template operator()<T>();
+    SG_FOR_EACH_DTYPE(SG_DTYPE_CASE)
+#undef SG_DTYPE_CASE
+    case DType::undefined:
+      break;
   }
   SG_FAIL() << "tensor has no dtype";
 }

@@ -1,6 +1,6 @@
 // Facts about the JIT's target, from LLVM (kept out of public headers).
-#include <llvm/Config/llvm-config.h>
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/TargetParser/Host.h>
 
 #include "jit/host.h"

@@ -62,10 +62,7 @@ void batch_norm(KernelCtx& c) {
 extern const OpDef kBatchNormalization;
 const OpDef kBatchNormalization{
     "BatchNormalization", 5, 5, 1, 3, types_batch_norm, shapes_batch_norm, [](KernelCtx& c) {
-      if (c.in[0].dtype() == DType::f32)
-        batch_norm<float>(c);
-      else
-        batch_norm<double>(c);
+      visit_float(c.in[0].dtype(), [&]<class T>() { batch_norm<T>(c); });
     }};
 
 }  // namespace sgraph::ops

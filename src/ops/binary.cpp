@@ -77,9 +77,8 @@ void fold(KernelCtx& c, F f) {
 
 template <class F>
 void compare(KernelCtx& c, F f) {
-  visit_dtype(c.in[0].dtype(), [&]<class T>() {
-    broadcast_apply<T, T, bool>(c.in[0], c.in[1], c.out[0], f);
-  });
+  visit_dtype(c.in[0].dtype(),
+              [&]<class T>() { broadcast_apply<T, T, bool>(c.in[0], c.in[1], c.out[0], f); });
 }
 
 // Integer power by squaring (negative exponents truncate as C integer division would).
@@ -99,12 +98,15 @@ T ipow(T base, int64_t e) {
 
 extern const OpDef kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kLess, kWhere;
 
-const OpDef kAdd{"Add", 2, 2, 1, 1, types_arith, shapes_broadcast,
-                 [](KernelCtx& c) { arith(c, [](auto a, auto b) -> decltype(a) { return a + b; }); }};
-const OpDef kSub{"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast,
-                 [](KernelCtx& c) { arith(c, [](auto a, auto b) -> decltype(a) { return a - b; }); }};
-const OpDef kMul{"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast,
-                 [](KernelCtx& c) { arith(c, [](auto a, auto b) -> decltype(a) { return a * b; }); }};
+const OpDef kAdd{"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                   arith(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                 }};
+const OpDef kSub{"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                   arith(c, [](auto a, auto b) -> decltype(a) { return a - b; });
+                 }};
+const OpDef kMul{"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                   arith(c, [](auto a, auto b) -> decltype(a) { return a * b; });
+                 }};
 // Integer division truncates toward zero; division by zero is an error for integers.
 const OpDef kDiv{"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                    arith(c, [](auto a, auto b) -> decltype(a) {
@@ -115,26 +117,32 @@ const OpDef kDiv{"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx&
                  }};
 
 // Pow(x, y): y may have another numeric dtype than x; the result has x's dtype.
-const OpDef kPow{"Pow", 2, 2, 1, 1,
-                 [](TypeCtx& c) {
-                   c.expect_numeric(0);
-                   c.expect_numeric(1);
-                   c.out[0] = c.in[0];
-                 },
-                 shapes_broadcast, [](KernelCtx& c) {
-                   visit_dtype(c.in[0].dtype(), [&]<class X>() {
-                     visit_dtype(c.in[1].dtype(), [&]<class Y>() {
-                       if constexpr (!std::is_same_v<X, bool> && !std::is_same_v<Y, bool>) {
-                         broadcast_apply<X, Y, X>(c.in[0], c.in[1], c.out[0], [](X a, Y b) -> X {
-                           if constexpr (std::is_integral_v<X> && std::is_integral_v<Y>)
-                             return ipow<X>(a, static_cast<int64_t>(b));
-                           else
-                             return static_cast<X>(std::pow(static_cast<double>(a), static_cast<double>(b)));
-                         });
-                       }
-                     });
-                   });
-                 }};
+const OpDef kPow{
+    "Pow",
+    2,
+    2,
+    1,
+    1,
+    [](TypeCtx& c) {
+      c.expect_numeric(0);
+      c.expect_numeric(1);
+      c.out[0] = c.in[0];
+    },
+    shapes_broadcast,
+    [](KernelCtx& c) {
+      visit_dtype(c.in[0].dtype(), [&]<class X>() {
+        visit_dtype(c.in[1].dtype(), [&]<class Y>() {
+          if constexpr (!std::is_same_v<X, bool> && !std::is_same_v<Y, bool>) {
+            broadcast_apply<X, Y, X>(c.in[0], c.in[1], c.out[0], [](X a, Y b) -> X {
+              if constexpr (std::is_integral_v<X> && std::is_integral_v<Y>)
+                return ipow<X>(a, static_cast<int64_t>(b));
+              else
+                return static_cast<X>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+            });
+          }
+        });
+      });
+    }};
 
 const OpDef kMax{"Max", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                    fold(c, [](auto a, auto b) -> decltype(a) {
@@ -151,21 +159,29 @@ const OpDef kMin{"Min", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx
                    });
                  }};
 
-const OpDef kEqual{"Equal", 2, 2, 1, 1, types_compare, shapes_broadcast,
-                   [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a == b; }); }};
-const OpDef kGreater{"Greater", 2, 2, 1, 1, types_compare, shapes_broadcast,
-                     [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a > b; }); }};
-const OpDef kLess{"Less", 2, 2, 1, 1, types_compare, shapes_broadcast,
-                  [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a < b; }); }};
+const OpDef kEqual{"Equal", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
+                     compare(c, [](auto a, auto b) { return a == b; });
+                   }};
+const OpDef kGreater{"Greater", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
+                       compare(c, [](auto a, auto b) { return a > b; });
+                     }};
+const OpDef kLess{"Less", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
+                    compare(c, [](auto a, auto b) { return a < b; });
+                  }};
 
 // Where(cond, x, y): three-way broadcast.
-const OpDef kWhere{"Where", 3, 3, 1, 1,
+const OpDef kWhere{"Where",
+                   3,
+                   3,
+                   1,
+                   1,
                    [](TypeCtx& c) {
                      c.expect_one_of(0, {DType::boolean});
                      c.expect_same(1, 2);
                      c.out[0] = c.in[1];
                    },
-                   shapes_broadcast, [](KernelCtx& c) {
+                   shapes_broadcast,
+                   [](KernelCtx& c) {
                      const Shape& os = c.out[0].shape();
                      const std::array<Shape, 3> st{broadcast_strides(c.in[0].shape(), os),
                                                    broadcast_strides(c.in[1].shape(), os),
@@ -175,9 +191,10 @@ const OpDef kWhere{"Where", 3, 3, 1, 1,
                        const T* x = c.in[1].data<T>();
                        const T* y = c.in[2].data<T>();
                        T* o = c.out[0].data<T>();
-                       for_each_broadcast<3>(os, st, [&](int64_t i, const std::array<int64_t, 3>& f) {
-                         o[i] = cond[f[0]] ? x[f[1]] : y[f[2]];
-                       });
+                       for_each_broadcast<3>(os, st,
+                                             [&](int64_t i, const std::array<int64_t, 3>& f) {
+                                               o[i] = cond[f[0]] ? x[f[1]] : y[f[2]];
+                                             });
                      });
                    }};
 

@@ -77,7 +77,8 @@ Shape broadcast_strides(const Shape& in_shape, const Shape& out_shape) {
 
 AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
   SG_ASSERT(axis >= 0 && axis < static_cast<int64_t>(shape.size()));
-  return {numel(std::span(shape).first(axis)), shape[axis], numel(std::span(shape).subspan(axis + 1))};
+  return {numel(std::span(shape).first(axis)), shape[axis],
+          numel(std::span(shape).subspan(axis + 1))};
 }
 
 void types_same_as_input0(TypeCtx& c) {

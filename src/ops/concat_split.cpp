@@ -1,5 +1,6 @@
 // Concat and Split: join or cut tensors along one axis. Both view each tensor as
-// [outer, axis, inner] and move whole [axis * inner] runs with memcpy, so they work for every dtype.
+// [outer, axis, inner] and move whole [axis * inner] runs with memcpy, so they work for every
+// dtype.
 #include <algorithm>
 #include <cstring>
 
@@ -13,8 +14,10 @@ namespace {
 std::vector<int64_t> split_sizes(const Attributes& attrs, const Tensor* split, int64_t dim,
                                  int64_t outputs) {
   std::vector<int64_t> sizes;
-  if (split != nullptr) sizes = split->to_int64();
-  else if (attrs.has("split")) sizes = attrs.get_ints("split");
+  if (split != nullptr)
+    sizes = split->to_int64();
+  else if (attrs.has("split"))
+    sizes = attrs.get_ints("split");
   if (split != nullptr || attrs.has("split")) {
     SG_CHECK(static_cast<int64_t>(sizes.size()) == outputs)
         << "split has " << sizes.size() << " sizes but the node has " << outputs << " outputs";
@@ -30,8 +33,8 @@ std::vector<int64_t> split_sizes(const Attributes& attrs, const Tensor* split, i
   SG_CHECK(n == outputs) << "num_outputs is " << n << " but the node has " << outputs << " outputs";
   const int64_t chunk = (dim + n - 1) / n;
   const int64_t last = dim - chunk * (n - 1);
-  SG_CHECK(last >= 0) << "cannot split a dimension of " << dim << " into " << n
-                      << " chunks of " << chunk;
+  SG_CHECK(last >= 0) << "cannot split a dimension of " << dim << " into " << n << " chunks of "
+                      << chunk;
   sizes.assign(n, chunk);
   sizes.back() = last;
   return sizes;
@@ -41,7 +44,11 @@ std::vector<int64_t> split_sizes(const Attributes& attrs, const Tensor* split, i
 
 // Concat(x...) {axis}: inputs agree on dtype, rank and every dimension but `axis`.
 extern const OpDef kConcat;
-const OpDef kConcat{"Concat", 1, 1024, 1, 1,
+const OpDef kConcat{"Concat",
+                    1,
+                    1024,
+                    1,
+                    1,
                     [](TypeCtx& c) {
                       for (size_t i = 1; i < c.in.size(); ++i) c.expect_same(0, i);
                       c.out[0] = c.in[0];
@@ -85,7 +92,11 @@ const OpDef kConcat{"Concat", 1, 1024, 1, 1,
 
 // Split(x, split?) {axis = 0, split (< 13), num_outputs (18)}: one output per chunk.
 extern const OpDef kSplit;
-const OpDef kSplit{"Split", 1, 2, 1, 1024,
+const OpDef kSplit{"Split",
+                   1,
+                   2,
+                   1,
+                   1024,
                    [](TypeCtx& c) {
                      if (c.has(1)) c.expect_int_index(1);
                      types_same_as_input0(c);

@@ -9,7 +9,11 @@ namespace sgraph::ops {
 // Gather(data, indices) {axis = 0}: out shape = data[:axis] + indices + data[axis+1:].
 extern const OpDef kGather;
 const OpDef kGather{
-    "Gather", 2, 2, 1, 1,
+    "Gather",
+    2,
+    2,
+    1,
+    1,
     [](TypeCtx& c) {
       c.expect_int_index(1);
       c.out[0] = c.in[0];
@@ -29,8 +33,8 @@ const OpDef kGather{
       const int64_t dim = x.dim(axis);
       std::vector<int64_t> index = c.in[1].to_int64();
       for (int64_t& i : index) {
-        SG_CHECK(i >= -dim && i < dim) << "index " << i << " is out of range for axis " << axis
-                                       << " of size " << dim;
+        SG_CHECK(i >= -dim && i < dim)
+            << "index " << i << " is out of range for axis " << axis << " of size " << dim;
         if (i < 0) i += dim;
       }
       const AxisSplit v = split_at_axis(x.shape(), axis);

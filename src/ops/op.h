@@ -25,10 +25,10 @@ struct TypeCtx {
   const Attributes& attrs() const { return node.attrs; }
   bool has(size_t i) const { return i < in.size() && in[i] != DType::undefined; }
   void expect_float(size_t i) const;
-  void expect_numeric(size_t i) const;               // not bool
+  void expect_numeric(size_t i) const;  // not bool
   void expect_one_of(size_t i, std::initializer_list<DType> ok) const;
   void expect_same(size_t i, size_t j) const;
-  void expect_int_index(size_t i) const;             // i32 or i64
+  void expect_int_index(size_t i) const;  // i32 or i64
 };
 
 // Thrown by ShapeCtx::value when a shape-valued input is not known (verify-time only).
@@ -70,7 +70,8 @@ const OpDef& op_def(OpKind op);
 
 // ---- shared helpers ------------------------------------------------------------------------
 
-// Normalises a possibly negative axis against `rank`; throws naming the attribute when out of range.
+// Normalises a possibly negative axis against `rank`; throws naming the attribute when out of
+// range.
 int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what = "axis");
 // Numpy-style broadcast of two shapes; throws naming both shapes when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b);

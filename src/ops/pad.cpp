@@ -39,8 +39,8 @@ std::vector<AxisPlan> pad_plan(const Shape& shape, const Attributes& attrs, cons
   }
   const int64_t k = static_cast<int64_t>(axes.size());
   SG_CHECK(static_cast<int64_t>(pads.size()) == 2 * k)
-      << "pads has " << pads.size() << " values but needs " << 2 * k << " (begin and end for "
-      << k << " axes) for input shape " << shape_str(shape);
+      << "pads has " << pads.size() << " values but needs " << 2 * k << " (begin and end for " << k
+      << " axes) for input shape " << shape_str(shape);
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   std::vector<bool> seen(rank, false);
   for (int64_t i = 0; i < k; ++i) {
@@ -70,9 +70,12 @@ std::vector<AxisPlan> pad_plan(const Shape& shape, const Attributes& attrs, cons
     for (int64_t o = 0; o < static_cast<int64_t>(p.map.size()); ++o) {
       int64_t j = o - p.before;  // index into the cropped axis
       if (j < 0 || j >= p.len) {
-        if (mode == Mode::constant) j = -1 - p.first;
-        else if (mode == Mode::edge) j = j < 0 ? 0 : p.len - 1;
-        else j = j < 0 ? -j : 2 * (p.len - 1) - j;
+        if (mode == Mode::constant)
+          j = -1 - p.first;
+        else if (mode == Mode::edge)
+          j = j < 0 ? 0 : p.len - 1;
+        else
+          j = j < 0 ? -j : 2 * (p.len - 1) - j;
       }
       p.map[o] = j + p.first;
     }
@@ -122,33 +125,38 @@ void pad_kernel(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plan, T
 
 // Pad(data, pads?, constant_value?, axes?) {mode = constant, pads and value: the opset-2 form}.
 extern const OpDef kPad;
-const OpDef kPad{"Pad", 1, 4, 1, 1,
-                 [](TypeCtx& c) {
-                   if (c.has(1)) c.expect_int_index(1);
-                   if (c.has(2)) c.expect_same(0, 2);
-                   if (c.has(3)) c.expect_int_index(3);
-                   types_same_as_input0(c);
-                 },
-                 [](ShapeCtx& c) {
-                   SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
-                       << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
-                   const auto plan = pad_plan(c.shape(0), c.attrs(),
-                                              c.has(1) ? &c.require_value(1) : nullptr,
-                                              c.has(3) ? &c.require_value(3) : nullptr);
-                   Shape out;
-                   for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
-                   c.out[0] = std::move(out);
-                 },
-                 [](KernelCtx& c) {
-                   const auto plan = pad_plan(c.in[0].shape(), c.attrs(),
-                                              c.has(1) ? &c.in[1] : nullptr,
-                                              c.has(3) ? &c.in[3] : nullptr);
-                   visit_dtype(c.in[0].dtype(), [&]<class T>() {
-                     T value{};
-                     if (c.has(2)) value = c.in[2].data<T>()[0];
-                     else if (!c.has(1)) value = static_cast<T>(c.attrs().get_float("value", 0.0));
-                     pad_kernel<T>(c.in[0], c.out[0], plan, value);
-                   });
-                 }};
+const OpDef kPad{
+    "Pad",
+    1,
+    4,
+    1,
+    1,
+    [](TypeCtx& c) {
+      if (c.has(1)) c.expect_int_index(1);
+      if (c.has(2)) c.expect_same(0, 2);
+      if (c.has(3)) c.expect_int_index(3);
+      types_same_as_input0(c);
+    },
+    [](ShapeCtx& c) {
+      SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
+          << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
+      const auto plan = pad_plan(c.shape(0), c.attrs(), c.has(1) ? &c.require_value(1) : nullptr,
+                                 c.has(3) ? &c.require_value(3) : nullptr);
+      Shape out;
+      for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
+      c.out[0] = std::move(out);
+    },
+    [](KernelCtx& c) {
+      const auto plan = pad_plan(c.in[0].shape(), c.attrs(), c.has(1) ? &c.in[1] : nullptr,
+                                 c.has(3) ? &c.in[3] : nullptr);
+      visit_dtype(c.in[0].dtype(), [&]<class T>() {
+        T value{};
+        if (c.has(2))
+          value = c.in[2].data<T>()[0];
+        else if (!c.has(1))
+          value = static_cast<T>(c.attrs().get_float("value", 0.0));
+        pad_kernel<T>(c.in[0], c.out[0], plan, value);
+      });
+    }};
 
 }  // namespace sgraph::ops

@@ -174,10 +174,7 @@ const OpDef kMaxPool{"MaxPool",
 extern const OpDef kAveragePool;
 const OpDef kAveragePool{
     "AveragePool", 1, 1, 1, 1, types_float_same, shapes_pool, [](KernelCtx& c) {
-      if (c.in[0].dtype() == DType::f32)
-        average_pool<float>(c);
-      else
-        average_pool<double>(c);
+      visit_float(c.in[0].dtype(), [&]<class T>() { average_pool<T>(c); });
     }};
 
 // GlobalAveragePool(X): the mean over all spatial dims, kept as size 1.
@@ -195,10 +192,8 @@ const OpDef kGlobalAveragePool{"GlobalAveragePool",
                                  c.out[0] = s;
                                },
                                [](KernelCtx& c) {
-                                 if (c.in[0].dtype() == DType::f32)
-                                   global_average_pool<float>(c);
-                                 else
-                                   global_average_pool<double>(c);
+                                 visit_float(c.in[0].dtype(),
+                                             [&]<class T>() { global_average_pool<T>(c); });
                                }};
 
 }  // namespace sgraph::ops

@@ -25,8 +25,10 @@ Window slice_window(const Shape& shape, const Attributes& attrs,
     ends = in[1]->to_int64();
     has_axes = in[2] != nullptr;
     if (has_axes) axes = in[2]->to_int64();
-    if (in[3] != nullptr) steps = in[3]->to_int64();
-    else steps.assign(starts.size(), 1);
+    if (in[3] != nullptr)
+      steps = in[3]->to_int64();
+    else
+      steps.assign(starts.size(), 1);
   } else {
     starts = attrs.get_ints("starts");
     ends = attrs.get_ints("ends");
@@ -116,7 +118,12 @@ void types_slice(TypeCtx& c) {
 
 // Slice(data, starts?, ends?, axes?, steps?) {starts, ends, axes: the opset-1 form}.
 extern const OpDef kSlice;
-const OpDef kSlice{"Slice", 1, 5, 1, 1, types_slice,
+const OpDef kSlice{"Slice",
+                   1,
+                   5,
+                   1,
+                   1,
+                   types_slice,
                    [](ShapeCtx& c) {
                      std::array<const Tensor*, 4> v{};
                      for (size_t i = 1; i < 5; ++i)

@@ -48,10 +48,12 @@ T sigmoid(T x) {
   return e / (T(1) + e);
 }
 
-#define SG_FLOAT_UNARY(Name, expr)                                                      \
-  extern const OpDef k##Name;                                                           \
-  const OpDef k##Name{#Name, 1, 1, 1, 1, types_float_same, shapes_same_as_input0,       \
-                      [](KernelCtx& c) { map_float(c, [](auto x) { return expr; }); }}
+#define SG_FLOAT_UNARY(Name, expr)                                       \
+  extern const OpDef k##Name;                                            \
+  const OpDef k##Name {                                                  \
+#Name, 1, 1, 1, 1, types_float_same, shapes_same_as_input0,          \
+        [](KernelCtx & c) { map_float(c, [](auto x) { return expr; }); } \
+  }
 
 }  // namespace
 
@@ -78,33 +80,38 @@ const OpDef kRelu{"Relu", 1, 1, 1, 1, types_signed, shapes_same_as_input0, [](Ke
                   }};
 
 extern const OpDef kLeakyRelu;
-const OpDef kLeakyRelu{"LeakyRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0,
-                       [](KernelCtx& c) {
-                         const double alpha = c.attrs().get_float("alpha", 0.01);
-                         map_float(c, [alpha](auto x) -> decltype(x) {
-                           return x >= 0 ? x : static_cast<decltype(x)>(alpha) * x;
-                         });
-                       }};
+const OpDef kLeakyRelu{
+    "LeakyRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+      const double alpha = c.attrs().get_float("alpha", 0.01);
+      map_float(c, [alpha](auto x) -> decltype(x) {
+        return x >= 0 ? x : static_cast<decltype(x)>(alpha) * x;
+      });
+    }};
 
 extern const OpDef kHardSigmoid;
-const OpDef kHardSigmoid{"HardSigmoid", 1, 1, 1, 1, types_float_same, shapes_same_as_input0,
-                         [](KernelCtx& c) {
-                           const double alpha = c.attrs().get_float("alpha", 0.2);
-                           const double beta = c.attrs().get_float("beta", 0.5);
-                           map_float(c, [=](auto x) -> decltype(x) {
-                             using T = decltype(x);
-                             const T v = static_cast<T>(alpha) * x + static_cast<T>(beta);
-                             return std::max(T(0), std::min(T(1), v));
-                           });
-                         }};
+const OpDef kHardSigmoid{
+    "HardSigmoid", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+      const double alpha = c.attrs().get_float("alpha", 0.2);
+      const double beta = c.attrs().get_float("beta", 0.5);
+      map_float(c, [=](auto x) -> decltype(x) {
+        using T = decltype(x);
+        const T v = static_cast<T>(alpha) * x + static_cast<T>(beta);
+        return std::max(T(0), std::min(T(1), v));
+      });
+    }};
 
 extern const OpDef kNot;
-const OpDef kNot{"Not", 1, 1, 1, 1,
+const OpDef kNot{"Not",
+                 1,
+                 1,
+                 1,
+                 1,
                  [](TypeCtx& c) {
                    c.expect_one_of(0, {DType::boolean});
                    types_same_as_input0(c);
                  },
-                 shapes_same_as_input0, [](KernelCtx& c) {
+                 shapes_same_as_input0,
+                 [](KernelCtx& c) {
                    const bool* x = c.in[0].data<bool>();
                    bool* y = c.out[0].data<bool>();
                    for (int64_t i = 0, n = c.in[0].numel(); i < n; ++i) y[i] = !x[i];
@@ -112,7 +119,11 @@ const OpDef kNot{"Not", 1, 1, 1, 1,
 
 // Clip(x, min?, max?): bounds are optional scalar inputs (ONNX 11+).
 extern const OpDef kClip;
-const OpDef kClip{"Clip", 1, 3, 1, 1,
+const OpDef kClip{"Clip",
+                  1,
+                  3,
+                  1,
+                  1,
                   [](TypeCtx& c) {
                     c.expect_numeric(0);
                     for (size_t i = 1; i < c.in.size(); ++i)
@@ -142,17 +153,24 @@ const OpDef kClip{"Clip", 1, 3, 1, 1,
 
 // Cast(x) {to = ONNX data type code}. Float to integer truncates toward zero; to bool is x != 0.
 extern const OpDef kCast;
-const OpDef kCast{"Cast", 1, 1, 1, 1,
+const OpDef kCast{"Cast",
+                  1,
+                  1,
+                  1,
+                  1,
                   [](TypeCtx& c) { c.out[0] = dtype_from_onnx_code(c.attrs().get_int("to")); },
-                  shapes_same_as_input0, [](KernelCtx& c) {
+                  shapes_same_as_input0,
+                  [](KernelCtx& c) {
                     const int64_t n = c.in[0].numel();
                     visit_dtype(c.in[0].dtype(), [&]<class S>() {
                       visit_dtype(c.out[0].dtype(), [&]<class D>() {
                         const S* x = c.in[0].data<S>();
                         D* y = c.out[0].data<D>();
                         for (int64_t i = 0; i < n; ++i) {
-                          if constexpr (std::is_same_v<D, bool>) y[i] = x[i] != S(0);
-                          else y[i] = static_cast<D>(x[i]);
+                          if constexpr (std::is_same_v<D, bool>)
+                            y[i] = x[i] != S(0);
+                          else
+                            y[i] = static_cast<D>(x[i]);
                         }
                       });
                     });

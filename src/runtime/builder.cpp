@@ -32,7 +32,8 @@ void GraphBuilder::output(ValueId v, std::string name) {
         std::find(graph_.outputs.begin(), graph_.outputs.end(), v) == graph_.outputs.end()) {
       // Rename the value, and its node when that still has the generated name.
       Node& producer = graph_.nodes[graph_.values[v].producer];
-      if (producer.outputs.size() == 1 && producer.name == graph_.values[v].name) producer.name = name;
+      if (producer.outputs.size() == 1 && producer.name == graph_.values[v].name)
+        producer.name = name;
       graph_.values[v].name = std::move(name);
     } else {  // an input, constant or already-named output: give it a second name
       v = node(OpKind::Identity, {v}, {}, 1, std::move(name)).front();
@@ -64,9 +65,8 @@ std::vector<ValueId> GraphBuilder::node(OpKind op, std::vector<ValueId> inputs, 
     check_arity(added);
     for (size_t i = 0; i < added.inputs.size(); ++i) {
       const ValueId v = added.inputs[i];
-      SG_CHECK(v == kNoValue ||
-               (v >= 0 && v < static_cast<ValueId>(graph_.values.size()) &&
-                graph_.values[v].producer < index))
+      SG_CHECK(v == kNoValue || (v >= 0 && v < static_cast<ValueId>(graph_.values.size()) &&
+                                 graph_.values[v].producer < index))
           << "input " << i << " (id " << v << ") is not a value built before this node";
     }
   } catch (Error& e) {

@@ -98,12 +98,16 @@ std::string attr_str(const AttrValue& v) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) os << x;
-        else if constexpr (std::is_same_v<T, std::string>) os << '"' << x << '"';
-        else if constexpr (std::is_same_v<T, Tensor>) os << to_string(x, 8);
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
+          os << x;
+        else if constexpr (std::is_same_v<T, std::string>)
+          os << '"' << x << '"';
+        else if constexpr (std::is_same_v<T, Tensor>)
+          os << to_string(x, 8);
         else if constexpr (std::is_same_v<T, std::shared_ptr<const Graph>>)
           os << "graph " << (x ? x->name : "<null>");
-        else list(x);
+        else
+          list(x);
       },
       v);
   return os.str();
@@ -195,8 +199,8 @@ void check_structure(const Graph& g, const Node& n, int32_t index, std::vector<b
                                << ", which does not exist (dangling)";
     if (!defined[v]) {
       const int32_t p = g.values[v].producer;
-      SG_CHECK(p < 0) << "uses value '" << value_label(g, v) << "' before node '"
-                      << g.nodes[p].name << "' produces it (cycle or misordered nodes)";
+      SG_CHECK(p < 0) << "uses value '" << value_label(g, v) << "' before node '" << g.nodes[p].name
+                      << "' produces it (cycle or misordered nodes)";
       SG_FAIL() << "input " << i << " '" << value_label(g, v)
                 << "' is neither a graph input, a constant nor produced by a node (dangling)";
     }
@@ -256,9 +260,12 @@ std::optional<std::vector<DimList>> infer_symbolic(const Graph& g, const Node& n
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] == kNoValue) continue;
     const ValueInfo& v = g.values[n.inputs[i]];
-    if (v.initializer.defined()) dims[i] = to_dims(v.initializer.shape());
-    else if (v.shape) dims[i] = *v.shape;
-    else return std::nullopt;  // unknown rank
+    if (v.initializer.defined())
+      dims[i] = to_dims(v.initializer.shape());
+    else if (v.shape)
+      dims[i] = *v.shape;
+    else
+      return std::nullopt;  // unknown rank
     for (const Dim& d : *dims[i]) slots[i].push_back(d.is_static() ? -1 : slot_of(d));
   }
   const int64_t base[2] = {1009, 2003}, step[2] = {2, 3};
@@ -352,9 +359,9 @@ void check_graph(const Graph& g, Graph* write) {
   std::vector<bool> defined(g.values.size(), false);
   std::set<std::string> names;
   for (const ValueInfo& v : g.values)
-    if (!v.name.empty()) SG_CHECK(names.insert(v.name).second) << "graph '" << g.name
-                                                               << "' has two values named '"
-                                                               << v.name << "'";
+    if (!v.name.empty())
+      SG_CHECK(names.insert(v.name).second)
+          << "graph '" << g.name << "' has two values named '" << v.name << "'";
   for (ValueId v : g.inputs) {
     SG_CHECK(v >= 0 && v < nv) << "graph input id " << v << " does not exist";
     SG_CHECK(!defined[v]) << "graph input '" << g.values[v].name << "' is listed twice";

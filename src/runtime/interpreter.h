@@ -39,7 +39,9 @@ class Interpreter {
   std::vector<Tensor> run(std::span<const Tensor> inputs,
                           std::span<OpObserver* const> observers = {}) const;
   // The values freed right after node `index` runs (their last use).
-  const std::vector<ValueId>& released_after(int32_t index) const { return release_after_.at(index); }
+  const std::vector<ValueId>& released_after(int32_t index) const {
+    return release_after_.at(index);
+  }
 
  private:
   const Graph& g_;

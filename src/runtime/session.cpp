@@ -8,7 +8,9 @@ namespace {
 class TimingObserver final : public OpObserver {
  public:
   explicit TimingObserver(std::vector<OpTime>& out) : out_(out) {}
-  void on_op(const OpEvent& e) override { out_.push_back(OpTime{e.node.name, e.node.op, e.elapsed_ns}); }
+  void on_op(const OpEvent& e) override {
+    out_.push_back(OpTime{e.node.name, e.node.op, e.elapsed_ns});
+  }
 
  private:
   std::vector<OpTime>& out_;

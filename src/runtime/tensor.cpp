@@ -7,26 +7,28 @@ namespace sgraph {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: case DType::i32: return 4;
-    case DType::f64: case DType::i64: return 8;
-    case DType::boolean: case DType::u8: case DType::i8: return 1;
-    case DType::undefined: return 0;
+#define SG_DTYPE_SIZE(e, T, name, onnx) \
+  case DType::e:                        \
+    return sizeof(T);
+    SG_FOR_EACH_DTYPE(SG_DTYPE_SIZE)
+#undef SG_DTYPE_SIZE
+    case DType::undefined:
+      break;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::boolean: return "bool";
-    case DType::u8: return "u8";
-    case DType::i8: return "i8";
-    case DType::undefined: return "undefined";
+#define SG_DTYPE_NAME(e, T, name, onnx) \
+  case DType::e:                        \
+    return name;
+    SG_FOR_EACH_DTYPE(SG_DTYPE_NAME)
+#undef SG_DTYPE_NAME
+    case DType::undefined:
+      break;
   }
-  return "?";
+  return "undefined";
 }
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
@@ -36,22 +38,22 @@ bool is_integer(DType t) {
 
 int64_t onnx_dtype_code(DType t) {
   switch (t) {
-    case DType::f32: return 1;
-    case DType::u8: return 2;
-    case DType::i8: return 3;
-    case DType::i32: return 6;
-    case DType::i64: return 7;
-    case DType::boolean: return 9;
-    case DType::f64: return 11;
-    case DType::undefined: return 0;
+#define SG_DTYPE_ONNX(e, T, name, onnx) \
+  case DType::e:                        \
+    return onnx;
+    SG_FOR_EACH_DTYPE(SG_DTYPE_ONNX)
+#undef SG_DTYPE_ONNX
+    case DType::undefined:
+      break;
   }
   return 0;
 }
 
 DType dtype_from_onnx_code(int64_t code) {
-  for (DType t : {DType::f32, DType::u8, DType::i8, DType::i32, DType::i64, DType::boolean,
-                  DType::f64})
-    if (onnx_dtype_code(t) == code) return t;
+#define SG_DTYPE_FROM_ONNX(e, T, name, onnx) \
+  if (code == onnx) return DType::e;
+  SG_FOR_EACH_DTYPE(SG_DTYPE_FROM_ONNX)
+#undef SG_DTYPE_FROM_ONNX
   SG_FAIL() << "unsupported element type (ONNX data type code " << code << ")";
 }
 
@@ -125,7 +127,8 @@ std::vector<int64_t> Tensor::to_int64() const {
 
 double Tensor::at_double(int64_t i) const {
   SG_CHECK(i >= 0 && i < numel()) << "element " << i << " out of range";
-  return visit_dtype(dtype_, [&]<class T>() { return static_cast<double>(static_cast<const T*>(data_)[i]); });
+  return visit_dtype(
+      dtype_, [&]<class T>() { return static_cast<double>(static_cast<const T*>(data_)[i]); });
 }
 
 Tensor Tensor::reshape(Shape shape) const {

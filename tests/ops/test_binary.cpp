@@ -30,8 +30,8 @@ TEST_CASE("Integer arithmetic: truncating division, division by zero is an error
 TEST_CASE("Pow: float, integer, and mixed exponent dtype") {
   check_close(run_op(OpKind::Pow, {f32({3}, {2, 4, 9}), f32({3}, {3, 0.5f, -1})})[0], {3},
               {8, 2, 1.0 / 9});
-  check_close(run_op(OpKind::Pow, {Tensor::from<int64_t>({3}, {2, -3, 5}),
-                                   Tensor::from<int64_t>({1}, {3})})[0],
+  check_close(run_op(OpKind::Pow,
+                     {Tensor::from<int64_t>({3}, {2, -3, 5}), Tensor::from<int64_t>({1}, {3})})[0],
               {3}, {8, -27, 125});
   const Tensor y = run_op(OpKind::Pow, {f32({2}, {3, 2}), Tensor::from<int64_t>({}, {2})})[0];
   CHECK(y.dtype() == DType::f32);
@@ -70,8 +70,8 @@ TEST_CASE("Where: three-way broadcast") {
 
 TEST_CASE("Binary broadcasting against xtensor on random shapes") {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{7}, {7}},       {{7, 1}, {1, 13}},     {{1}, {3, 7}},          {{2, 1, 7}, {3, 1}},
-      {{1023}, {1}},    {{4, 1, 1, 5}, {3, 5}}, {{1, 1}, {1, 1}},       {{5, 0}, {1, 1}},
+      {{7}, {7}},    {{7, 1}, {1, 13}},      {{1}, {3, 7}},    {{2, 1, 7}, {3, 1}},
+      {{1023}, {1}}, {{4, 1, 1, 5}, {3, 5}}, {{1, 1}, {1, 1}}, {{5, 0}, {1, 1}},
   };
   uint32_t seed = 1;
   for (const auto& [sa, sb] : cases) {

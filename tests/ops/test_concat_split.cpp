@@ -18,8 +18,8 @@ TEST_CASE("Concat: axis 0, f32") {
 
 TEST_CASE("Concat: middle axis, i64") {
   // a[2,1,3] = 0..5, b[2,2,3] = 10..21: each outer row is a's 3 values then b's 6.
-  const Tensor y = run_op(OpKind::Concat, {iota<int64_t>({2, 1, 3}), iota<int64_t>({2, 2, 3}, 10)},
-                          axis(1))[0];
+  const Tensor y =
+      run_op(OpKind::Concat, {iota<int64_t>({2, 1, 3}), iota<int64_t>({2, 2, 3}, 10)}, axis(1))[0];
   CHECK(y.dtype() == DType::i64);
   check_close(y, {2, 3, 3}, {0, 1, 2, 10, 11, 12, 13, 14, 15, 3, 4, 5, 16, 17, 18, 19, 20, 21});
 }
@@ -29,14 +29,14 @@ TEST_CASE("Concat: axis -1, bool and u8, with a zero-size input") {
   const Tensor empty(DType::boolean, {2, 0});
   const Tensor c = Tensor::from<bool>({2, 2}, {false, true, true, false});
   check_close(run_op(OpKind::Concat, {a, empty, c}, axis(-1))[0], {2, 3}, {1, 0, 1, 0, 1, 0});
-  const Tensor u = run_op(OpKind::Concat, {iota<uint8_t>({1, 2}, 250), iota<uint8_t>({1, 1}, 7)},
-                          axis(-1))[0];
+  const Tensor u =
+      run_op(OpKind::Concat, {iota<uint8_t>({1, 2}, 250), iota<uint8_t>({1, 1}, 7)}, axis(-1))[0];
   CHECK(u.dtype() == DType::u8);
   check_close(u, {1, 3}, {250, 251, 7});
   // All inputs empty along the axis, and an empty outer dimension.
-  check_close(run_op(OpKind::Concat, {Tensor(DType::f32, {3, 0}), Tensor(DType::f32, {3, 0})},
-                     axis(1))[0],
-              {3, 0}, {});
+  check_close(
+      run_op(OpKind::Concat, {Tensor(DType::f32, {3, 0}), Tensor(DType::f32, {3, 0})}, axis(1))[0],
+      {3, 0}, {});
   check_close(run_op(OpKind::Concat, {Tensor(DType::f32, {0, 2}), iota<float>({0, 5})}, axis(1))[0],
               {0, 7}, {});
 }
@@ -45,8 +45,8 @@ TEST_CASE("Concat: one input of odd size, f64; shapes inferred from constants") 
   const Tensor x = iota<double>({7}, -3);
   check_close(run_op(OpKind::Concat, {x}, axis(0))[0], x);
   GraphBuilder b;
-  const ValueId v = b.concat(b.constant("a", iota<float>({1, 13})), b.input("x", DType::f32, {2, 13}),
-                             axis(0));
+  const ValueId v =
+      b.concat(b.constant("a", iota<float>({1, 13})), b.input("x", DType::f32, {2, 13}), axis(0));
   const Graph g = b.build();
   CHECK(g.value(v).shape == DimList{3, 13});
 }

@@ -30,27 +30,34 @@ TEST_CASE("Gather: axis 1 with negative and 2-D indices, i32 indices") {
 
 TEST_CASE("Gather: scalar index drops the axis; f64, bool and u8 data") {
   // data[3,2] = [[0,1],[2,3],[4,5]]: index 1 -> [2,3]; along axis 1 -> [1,3,5]
-  check_close(run_op(OpKind::Gather, {iota<double>({3, 2}), Tensor::scalar<int64_t>(1)})[0], {2}, {2, 3});
-  check_close(run_op(OpKind::Gather, {iota<double>({3, 2}), Tensor::scalar<int64_t>(-1)}, axis(1))[0],
-              {3}, {1, 3, 5});
+  check_close(run_op(OpKind::Gather, {iota<double>({3, 2}), Tensor::scalar<int64_t>(1)})[0], {2},
+              {2, 3});
+  check_close(
+      run_op(OpKind::Gather, {iota<double>({3, 2}), Tensor::scalar<int64_t>(-1)}, axis(1))[0], {3},
+      {1, 3, 5});
   const Tensor b = Tensor::from<bool>({2, 2}, {true, false, false, false});
   check_close(run_op(OpKind::Gather, {b, Tensor::from<int64_t>({3}, {1, 0, 0})})[0], {3, 2},
               {0, 0, 1, 0, 1, 0});
-  const Tensor u = run_op(OpKind::Gather, {iota<uint8_t>({7}, 240), Tensor::from<int64_t>({2}, {6, -7})})[0];
+  const Tensor u =
+      run_op(OpKind::Gather, {iota<uint8_t>({7}, 240), Tensor::from<int64_t>({2}, {6, -7})})[0];
   CHECK(u.dtype() == DType::u8);
   check_close(u, {2}, {246, 240});
 }
 
 TEST_CASE("Gather: size-1 and zero-size dims; constant indices give a static shape") {
   // Empty indices, an empty data axis that is not gathered, and a size-1 axis.
-  check_close(run_op(OpKind::Gather, {iota<float>({3, 2}), Tensor(DType::i64, {0})})[0], {0, 2}, {});
-  check_close(run_op(OpKind::Gather, {Tensor(DType::f32, {2, 0}), Tensor::from<int64_t>({1}, {1})})[0],
-              {1, 0}, {});
-  check_close(run_op(OpKind::Gather, {iota<float>({1, 3}), Tensor::from<int64_t>({2, 1}, {0, 0})})[0],
-              {2, 1, 3}, {0, 1, 2, 0, 1, 2});
+  check_close(run_op(OpKind::Gather, {iota<float>({3, 2}), Tensor(DType::i64, {0})})[0], {0, 2},
+              {});
+  check_close(
+      run_op(OpKind::Gather, {Tensor(DType::f32, {2, 0}), Tensor::from<int64_t>({1}, {1})})[0],
+      {1, 0}, {});
+  check_close(
+      run_op(OpKind::Gather, {iota<float>({1, 3}), Tensor::from<int64_t>({2, 1}, {0, 0})})[0],
+      {2, 1, 3}, {0, 1, 2, 0, 1, 2});
   GraphBuilder b;
-  const ValueId y = b.gather(b.input("x", DType::f32, {7, 13, 2}),
-                             b.constant("i", Tensor::from<int64_t>({2, 3}, {0, 1, 2, 3, 4, 5})), axis(1));
+  const ValueId y =
+      b.gather(b.input("x", DType::f32, {7, 13, 2}),
+               b.constant("i", Tensor::from<int64_t>({2, 3}, {0, 1, 2, 3, 4, 5})), axis(1));
   CHECK(b.build().value(y).shape == DimList{7, 2, 3, 2});
 }
 

@@ -19,13 +19,15 @@ TEST_CASE("Pad: constant mode, default zero and a constant_value input") {
   // [[1,2],[3,4]], pads [x1_begin=0, x2_begin=1, x1_end=1, x2_end=0]
   const Tensor x = Tensor::from<float>({2, 2}, {1, 2, 3, 4});
   check_close(run_op(OpKind::Pad, {x, ints({0, 1, 1, 0})})[0], {3, 3}, {0, 1, 2, 0, 3, 4, 0, 0, 0});
-  check_close(run_op(OpKind::Pad, {x, ints({0, 1, 1, 0}), Tensor::scalar(9.0f)}, mode("constant"))[0],
-              {3, 3}, {9, 1, 2, 9, 3, 4, 9, 9, 9});
+  check_close(
+      run_op(OpKind::Pad, {x, ints({0, 1, 1, 0}), Tensor::scalar(9.0f)}, mode("constant"))[0],
+      {3, 3}, {9, 1, 2, 9, 3, 4, 9, 9, 9});
 }
 
 TEST_CASE("Pad: reflect mode") {
-  check_close(run_op(OpKind::Pad, {Tensor::from<double>({3}, {1, 2, 3}), ints({2, 2})}, mode("reflect"))[0],
-              {7}, {3, 2, 1, 2, 3, 2, 1});
+  check_close(
+      run_op(OpKind::Pad, {Tensor::from<double>({3}, {1, 2, 3}), ints({2, 2})}, mode("reflect"))[0],
+      {7}, {3, 2, 1, 2, 3, 2, 1});
   // [[1,1.2],[2.3,3.4],[4.5,5.7]] with one column of reflection each side
   const Tensor x = Tensor::from<float>({3, 2}, {1, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
   check_close(run_op(OpKind::Pad, {x, ints({0, 1, 0, 1})}, mode("reflect"))[0], {3, 4},
@@ -53,34 +55,39 @@ TEST_CASE("Pad: negative pads crop first, in every mode") {
   check_close(run_op(OpKind::Pad, {x, ints({1, -2})}, mode("edge"))[0], {4}, {1, 1, 2, 3});
   check_close(run_op(OpKind::Pad, {x, ints({-2, -3})})[0], {0}, {});
   // [2,3] = [[0,1,2],[3,4,5]]: drop row 0, drop the last column, add a column of 7 on the left
-  check_close(run_op(OpKind::Pad, {iota<float>({2, 3}), ints({-1, 1, 0, -1}), Tensor::scalar(7.0f)})[0],
-              {1, 3}, {7, 3, 4});
+  check_close(
+      run_op(OpKind::Pad, {iota<float>({2, 3}), ints({-1, 1, 0, -1}), Tensor::scalar(7.0f)})[0],
+      {1, 3}, {7, 3, 4});
 }
 
 TEST_CASE("Pad: axes input (opset 18) and the opset-2 attribute form") {
   // [2,3] = 1..6, one zero column each side of axis -1
-  check_close(run_op(OpKind::Pad, {iota<float>({2, 3}, 1), ints({1, 1}), {}, ints({-1})})[0], {2, 5},
-              {0, 1, 2, 3, 0, 0, 4, 5, 6, 0});
-  check_close(run_op(OpKind::Pad, {iota<float>({2, 3}, 1), ints({0, 1}), Tensor::scalar(-1.0f),
-                                   ints({0})})[0],
+  check_close(run_op(OpKind::Pad, {iota<float>({2, 3}, 1), ints({1, 1}), {}, ints({-1})})[0],
+              {2, 5}, {0, 1, 2, 3, 0, 0, 4, 5, 6, 0});
+  check_close(run_op(OpKind::Pad,
+                     {iota<float>({2, 3}, 1), ints({0, 1}), Tensor::scalar(-1.0f), ints({0})})[0],
               {3, 3}, {1, 2, 3, 4, 5, 6, -1, -1, -1});
   const Attributes v2{{"pads", Ints{1, 0, 0, 1}}, {"value", 1.5}};
-  check_close(run_op(OpKind::Pad, {iota<double>({1, 2})}, v2)[0], {2, 3}, {1.5, 1.5, 1.5, 0, 1, 1.5});
+  check_close(run_op(OpKind::Pad, {iota<double>({1, 2})}, v2)[0], {2, 3},
+              {1.5, 1.5, 1.5, 0, 1, 1.5});
   const Attributes v2_edge{{"pads", Ints{2, 0}}, {"mode", std::string("edge")}};
   check_close(run_op(OpKind::Pad, {iota<float>({2}, 4)}, v2_edge)[0], {4}, {4, 4, 4, 5});
 }
 
 TEST_CASE("Pad: i64 and bool constants, zero-size and scalar inputs, static shape") {
-  const Tensor y = run_op(OpKind::Pad, {iota<int64_t>({7}), ints({1, 0}), Tensor::scalar<int64_t>(-5)})[0];
+  const Tensor y =
+      run_op(OpKind::Pad, {iota<int64_t>({7}), ints({1, 0}), Tensor::scalar<int64_t>(-5)})[0];
   CHECK(y.dtype() == DType::i64);
   check_close(y, {8}, {-5, 0, 1, 2, 3, 4, 5, 6});
-  const Tensor b = run_op(OpKind::Pad, {Tensor::from<bool>({2}, {false, true}), ints({0, 1}),
-                                        Tensor::scalar(true)})[0];
+  const Tensor b = run_op(
+      OpKind::Pad, {Tensor::from<bool>({2}, {false, true}), ints({0, 1}), Tensor::scalar(true)})[0];
   check_close(b, {3}, {0, 1, 1});
-  check_close(run_op(OpKind::Pad, {Tensor(DType::f32, {0, 3}), ints({1, 0, 1, 0}), Tensor::scalar(2.f)})[0],
-              {2, 3}, {2, 2, 2, 2, 2, 2});
-  check_close(run_op(OpKind::Pad, {Tensor(DType::f32, {2, 0}), ints({0, 0, 0, 0})}, mode("reflect"))[0],
-              {2, 0}, {});
+  check_close(
+      run_op(OpKind::Pad, {Tensor(DType::f32, {0, 3}), ints({1, 0, 1, 0}), Tensor::scalar(2.f)})[0],
+      {2, 3}, {2, 2, 2, 2, 2, 2});
+  check_close(
+      run_op(OpKind::Pad, {Tensor(DType::f32, {2, 0}), ints({0, 0, 0, 0})}, mode("reflect"))[0],
+      {2, 0}, {});
   check_close(run_op(OpKind::Pad, {Tensor::scalar(3.0f), ints({})})[0], {}, {3});
   GraphBuilder gb;
   const ValueId v = gb.pad(gb.input("x", DType::f32, {7, 13}), gb.ints({1, -2, 3, 4}));
@@ -105,8 +112,11 @@ Xf reference_pad(const Tensor& x, const std::vector<int64_t>& pads, const std::s
   Xf a = to_xt<float>(x);
   for (size_t d = 0; d < rank; ++d) {
     const ptrdiff_t b = pads[d], e = pads[d + rank];
-    a = take(a, d, xt::range(std::max<ptrdiff_t>(-b, 0), ptrdiff_t(a.shape(d)) - std::max<ptrdiff_t>(-e, 0)));
-    const ptrdiff_t n = ptrdiff_t(a.shape(d)), nb = std::max<ptrdiff_t>(b, 0), ne = std::max<ptrdiff_t>(e, 0);
+    a = take(
+        a, d,
+        xt::range(std::max<ptrdiff_t>(-b, 0), ptrdiff_t(a.shape(d)) - std::max<ptrdiff_t>(-e, 0)));
+    const ptrdiff_t n = ptrdiff_t(a.shape(d)), nb = std::max<ptrdiff_t>(b, 0),
+                    ne = std::max<ptrdiff_t>(e, 0);
     Xf left = take(a, d, xt::range(0, 0)), right = left;
     if (m == "constant") {
       auto shape = a.shape();
@@ -118,8 +128,10 @@ Xf reference_pad(const Tensor& x, const std::vector<int64_t>& pads, const std::s
       right.fill(c);
     } else if (m == "reflect") {
       if (nb > 0) left = take(a, d, xt::range(nb, ptrdiff_t(0), ptrdiff_t(-1)));
-      if (ne > 0 && n - 2 - ne >= 0) right = take(a, d, xt::range(n - 2, n - 2 - ne, ptrdiff_t(-1)));
-      if (ne > 0 && n - 2 - ne < 0) right = take(a, d, xt::range(n - 2, xt::placeholders::_, ptrdiff_t(-1)));
+      if (ne > 0 && n - 2 - ne >= 0)
+        right = take(a, d, xt::range(n - 2, n - 2 - ne, ptrdiff_t(-1)));
+      if (ne > 0 && n - 2 - ne < 0)
+        right = take(a, d, xt::range(n - 2, xt::placeholders::_, ptrdiff_t(-1)));
     } else {
       const Xf first = take(a, d, xt::range(0, 1)), last = take(a, d, xt::range(n - 1, n));
       for (ptrdiff_t k = 0; k < nb; ++k) {
@@ -140,7 +152,9 @@ Xf reference_pad(const Tensor& x, const std::vector<int64_t>& pads, const std::s
 
 TEST_CASE("Pad: random pads match the xtensor reference (constant, reflect, edge)") {
   std::mt19937 rng(17);
-  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   for (const char* m : {"constant", "reflect", "edge"}) {
     for (const Shape& shape : {Shape{7, 13}, Shape{3, 5, 7}, Shape{1, 4, 2}}) {
       for (int iter = 0; iter < 4; ++iter) {
@@ -150,13 +164,13 @@ TEST_CASE("Pad: random pads match the xtensor reference (constant, reflect, edge
           // Crop at most 1 from each side; reflect needs pads below the cropped size.
           const int64_t b = pick(shape[d] > 2 ? -1 : 0, 3), e = pick(shape[d] > 2 ? -1 : 0, 3);
           const int64_t kept = shape[d] - std::max<int64_t>(-b, 0) - std::max<int64_t>(-e, 0);
-          const bool ok = std::string(m) != "reflect" || std::max(b, e) < std::max<int64_t>(kept, 1);
+          const bool ok =
+              std::string(m) != "reflect" || std::max(b, e) < std::max<int64_t>(kept, 1);
           pads[d] = ok ? b : std::min<int64_t>(b, 0);
           pads[d + rank] = ok ? e : std::min<int64_t>(e, 0);
         }
         const Tensor x = test::random_f32(shape, iter);
-        const Tensor got =
-            run_op(OpKind::Pad, {x, ints(pads), Tensor::scalar(0.5f)}, mode(m))[0];
+        const Tensor got = run_op(OpKind::Pad, {x, ints(pads), Tensor::scalar(0.5f)}, mode(m))[0];
         const Xf want = reference_pad(x, pads, m, 0.5f);
         check_xt(got, want, 0, 0);
       }

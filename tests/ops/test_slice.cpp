@@ -42,7 +42,8 @@ TEST_CASE("Slice: negative starts/ends and negative axes") {
 
 TEST_CASE("Slice: negative steps reverse") {
   const Tensor x = iota<float>({7});
-  check_close(slice(x, ints({-1}), ints({kMin}), ints({0}), ints({-1})), {7}, {6, 5, 4, 3, 2, 1, 0});
+  check_close(slice(x, ints({-1}), ints({kMin}), ints({0}), ints({-1})), {7},
+              {6, 5, 4, 3, 2, 1, 0});
   check_close(slice(x, ints({5}), ints({1}), ints({0}), ints({-2})), {2}, {5, 3});
   check_close(slice(x, ints({kMax}), ints({-8}), ints({0}), ints({-3})), {3}, {6, 3, 0});
   // Reversing the columns of [3,2] = [[0,1],[2,3],[4,5]]
@@ -84,15 +85,18 @@ TEST_CASE("Slice: opset-1 attribute form") {
 TEST_CASE("Slice: size-1 and zero-size dims") {
   // x[1,0,3]: the empty axis stays empty, axis 2 keeps column 1.
   check_close(slice(Tensor(DType::f32, {1, 0, 3}), ints({1}), ints({2}), ints({2})), {1, 0, 1}, {});
-  check_close(slice(Tensor(DType::f32, {0}), ints({-1}), ints({kMin}), ints({0}), ints({-1})), {0}, {});
-  check_close(slice(iota<float>({1, 1, 5}), ints({0, 4}), ints({1, 5}), ints({0, 2})), {1, 1, 1}, {4});
+  check_close(slice(Tensor(DType::f32, {0}), ints({-1}), ints({kMin}), ints({0}), ints({-1})), {0},
+              {});
+  check_close(slice(iota<float>({1, 1, 5}), ints({0, 4}), ints({1, 5}), ints({0, 2})), {1, 1, 1},
+              {4});
   check_close(slice(iota<float>({4, 1}), ints({0}), ints({kMax}), ints({0})), iota<float>({4, 1}));
 }
 
 TEST_CASE("Slice: output shape is inferred when starts/ends are constants") {
   GraphBuilder b;
   const ValueId x = b.input("x", DType::f32, {7, 13});
-  const ValueId y = b.slice(x, b.ints({-1, 2}), b.ints({kMin, 13}), b.ints({0, 1}), b.ints({-2, 3}));
+  const ValueId y =
+      b.slice(x, b.ints({-1, 2}), b.ints({kMin, 13}), b.ints({0, 1}), b.ints({-2, 3}));
   const ValueId z = b.slice(x, b.input("s", DType::i64, {1}), b.ints({1}));
   const Graph g = b.build();
   CHECK(g.value(y).shape == DimList{4, 4});
@@ -101,7 +105,9 @@ TEST_CASE("Slice: output shape is inferred when starts/ends are constants") {
 
 TEST_CASE("Slice: random windows match xt::strided_view") {
   std::mt19937 rng(3);
-  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   for (int iter = 0; iter < 60; ++iter) {
     const Shape shape{pick(1, 6), pick(1, 7), pick(1, 13)};
     const Tensor x = test::random_f32(shape, iter);

@@ -8,15 +8,19 @@ using namespace sgraph::test;
 
 TEST_CASE("Unary float math: hand-computed values, f32 and f64") {
   const Tensor x = f32({5}, {0.0f, 1.0f, 0.5f, -2.0f, 4.0f});
-  check_close(run_op(OpKind::Exp, {x})[0], {5}, {1.0, 2.718281828, 1.648721271, 0.135335283, 54.59815003});
-  check_close(run_op(OpKind::Tanh, {x})[0], {5}, {0.0, 0.761594156, 0.462117157, -0.964027580, 0.999329300});
+  check_close(run_op(OpKind::Exp, {x})[0], {5},
+              {1.0, 2.718281828, 1.648721271, 0.135335283, 54.59815003});
+  check_close(run_op(OpKind::Tanh, {x})[0], {5},
+              {0.0, 0.761594156, 0.462117157, -0.964027580, 0.999329300});
   check_close(run_op(OpKind::Erf, {x})[0], {5}, {0.0, 0.842700793, 0.520499878, -0.995322265, 1.0});
-  check_close(run_op(OpKind::Sigmoid, {x})[0], {5}, {0.5, 0.731058579, 0.622459331, 0.119202922, 0.982013790});
+  check_close(run_op(OpKind::Sigmoid, {x})[0], {5},
+              {0.5, 0.731058579, 0.622459331, 0.119202922, 0.982013790});
   const Tensor p = Tensor::from<double>({2, 2}, {1.0, 4.0, 2.25, 0.0});
   check_close(run_op(OpKind::Sqrt, {p})[0], {2, 2}, {1.0, 2.0, 1.5, 0.0});
   const Tensor lg = run_op(OpKind::Log, {p})[0];
   CHECK(lg.dtype() == DType::f64);
-  check_close(lg, {2, 2}, {0.0, 1.386294361, 0.810930216, -std::numeric_limits<double>::infinity()});
+  check_close(lg, {2, 2},
+              {0.0, 1.386294361, 0.810930216, -std::numeric_limits<double>::infinity()});
 }
 
 TEST_CASE("Sigmoid is stable for large magnitudes") {

@@ -65,10 +65,12 @@ TEST_CASE("End to end: small CNN (Conv, BatchNorm, Relu, MaxPool, Flatten, Gemm)
   ValueId bn = b.batch_normalization(c, b.constant("scale", scale), b.constant("shift", shift),
                                      b.constant("mean", mean), b.constant("var", var),
                                      Attributes{{"epsilon", 1e-3}});
-  ValueId p = b.max_pool(b.relu(bn), Attributes{{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  ValueId p =
+      b.max_pool(b.relu(bn), Attributes{{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
   ValueId f = b.flatten(p);
-  b.output(b.gemm(f, b.constant("wf", wf), b.constant("bf", bf), Attributes{{"transB", int64_t{1}}}),
-           "logits");
+  b.output(
+      b.gemm(f, b.constant("wf", wf), b.constant("bf", bf), Attributes{{"transB", int64_t{1}}}),
+      "logits");
   Session s(b.build());
 
   for (int64_t n : {1, 3}) {
@@ -87,7 +89,8 @@ TEST_CASE("End to end: small CNN (Conv, BatchNorm, Relu, MaxPool, Flatten, Gemm)
                 for (int64_t dz = 0; dz < 3; ++dz) {
                   const int64_t yy = y + dy - 1, zz = z + dz - 1;
                   if (yy < 0 || yy >= H || zz < 0 || zz >= W) continue;
-                  acc += xv[((i * C + ch) * H + yy) * W + zz] * wv[((m * C + ch) * 3 + dy) * 3 + dz];
+                  acc +=
+                      xv[((i * C + ch) * H + yy) * W + zz] * wv[((m * C + ch) * 3 + dy) * 3 + dz];
                 }
             acc = (acc - mv[m]) / std::sqrt(vv[m] + 1e-3) * sv[m] + tv[m];
             act[((i * M + m) * H + y) * W + z] = std::max(acc, 0.0);

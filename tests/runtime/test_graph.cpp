@@ -116,7 +116,8 @@ TEST_CASE("verify: dangling value, cycle, arity, duplicate names, unproduced out
 }
 
 TEST_CASE("Attributes: typed getters, defaults and errors") {
-  Attributes a{{"axis", int64_t{1}}, {"alpha", 0.5}, {"perm", Ints{1, 0}}, {"mode", std::string("edge")}};
+  Attributes a{
+      {"axis", int64_t{1}}, {"alpha", 0.5}, {"perm", Ints{1, 0}}, {"mode", std::string("edge")}};
   CHECK(a.get_int("axis") == 1);
   CHECK(a.get_int("missing", 7) == 7);
   CHECK(a.get_float("alpha") == 0.5);
@@ -172,9 +173,9 @@ TEST_CASE("Shape inference carries symbolic dims through ops") {
   auto dims = [&](ValueId v) { return g.value(v).shape ? dims_str(*g.value(v).shape) : "none"; };
   CHECK(dims(b.add(x, y)) == "[batch,seq,4]");
   CHECK(dims(b.flatten(x, Attributes{{"axis", int64_t{1}}})) == "[batch,4]");
-  CHECK(dims(b.reshape(x, b.ints({-1}))) == "[?]");           // 4*batch: not a symbol
+  CHECK(dims(b.reshape(x, b.ints({-1}))) == "[?]");  // 4*batch: not a symbol
   CHECK(dims(b.concat(z, z, Attributes{{"axis", int64_t{0}}})) == "[?]");
-  CHECK(dims(b.add(z, u)) == "none");                          // n vs m: known only when run
+  CHECK(dims(b.add(z, u)) == "none");  // n vs m: known only when run
   CHECK(dims(b.relu(unnamed)) == "[?,4]");
   CHECK(dims(b.matmul(x, b.constant("k", Tensor::zeros(DType::f32, {4, 5})))) == "[batch,1,5]");
 }

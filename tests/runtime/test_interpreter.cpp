@@ -24,10 +24,10 @@ Graph chain() {
   GraphBuilder b("chain");
   ValueId x = b.input("x", DType::f32, {Dim("n"), 2});
   ValueId y = b.input("y", DType::f32, {Dim("n"), 1});
-  ValueId a = b.add(x, y);      // node 0
-  ValueId e = b.exp(a);         // node 1
-  ValueId m = b.mul(e, a);      // node 2: last use of a and e
-  b.output(b.neg(m), "out");    // node 3
+  ValueId a = b.add(x, y);    // node 0
+  ValueId e = b.exp(a);       // node 1
+  ValueId m = b.mul(e, a);    // node 2: last use of a and e
+  b.output(b.neg(m), "out");  // node 3
   return b.build();
 }
 }  // namespace
@@ -37,9 +37,9 @@ TEST_CASE("Interpreter: results and observer events per op") {
   Interpreter interp(g);
   Recorder rec;
   OpObserver* obs[] = {&rec};
-  auto out = interp.run(std::vector<Tensor>{Tensor::from<float>({1, 2}, {0, 1}),
-                                            Tensor::from<float>({1, 1}, {1})},
-                        obs);
+  auto out = interp.run(
+      std::vector<Tensor>{Tensor::from<float>({1, 2}, {0, 1}), Tensor::from<float>({1, 1}, {1})},
+      obs);
   // a = [1, 2]; -exp(a) * a
   test::check_close(out[0], {1, 2}, {-2.718281828, -2 * 7.389056099});
   CHECK(rec.names == std::vector<std::string>{"add_0", "exp_0", "mul_0", "out"});
