@@ -68,7 +68,12 @@
   SG_OP(Pad, pad)                                      \
   SG_OP(Shape, shape)                                  \
   SG_OP(Range, range)                                  \
-  SG_OP(ConstantOfShape, constant_of_shape)
+  SG_OP(ConstantOfShape, constant_of_shape)            \
+  SG_OP(Size, size)                                    \
+  SG_OP(Resize, resize)                                \
+  /* recurrent and control flow */                     \
+  SG_OP(LSTM, lstm)                                    \
+  SG_OP(If, if_)
 // clang-format on
 
 namespace sgraph {

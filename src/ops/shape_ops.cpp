@@ -1,5 +1,6 @@
-// Shape-producing ops: Shape (a tensor's dims as i64), Range (arithmetic sequence) and
-// ConstantOfShape (a filled tensor whose dims are an input's values).
+// Shape-producing ops: Shape (a tensor's dims as i64), Size (its element count as an i64
+// scalar), Range (arithmetic sequence) and ConstantOfShape (a filled tensor whose dims are an
+// input's values).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -26,6 +27,12 @@ void run_shape(KernelCtx& c) {
   const auto [start, end] = shape_range(c.attrs(), c.in[0].rank());
   std::copy(s.begin() + start, s.begin() + end, c.out[0].data<int64_t>());
 }
+
+void types_i64(TypeCtx& c) { c.out[0] = DType::i64; }
+
+// ---- Size(data): the element count as an i64 scalar.
+void shapes_scalar(ShapeCtx& c) { c.out[0] = {}; }
+void run_size(KernelCtx& c) { c.out[0].data<int64_t>()[0] = c.in[0].numel(); }
 
 // ---- Range(start, limit, delta): n = max(ceil((limit - start) / delta), 0), out[i] = start +
 // i*delta.
@@ -123,10 +130,10 @@ void run_constant_of_shape(KernelCtx& c) {
 
 }  // namespace
 
-extern const OpDef kShape, kRange, kConstantOfShape;
+extern const OpDef kShape, kSize, kRange, kConstantOfShape;
 
-const OpDef kShape{"Shape",      1,        1, 1, 1, [](TypeCtx& c) { c.out[0] = DType::i64; },
-                   shapes_shape, run_shape};
+const OpDef kShape{"Shape", 1, 1, 1, 1, types_i64, shapes_shape, run_shape};
+const OpDef kSize{"Size", 1, 1, 1, 1, types_i64, shapes_scalar, run_size};
 const OpDef kRange{"Range", 3, 3, 1, 1, types_range, shapes_range, run_range};
 const OpDef kConstantOfShape{"ConstantOfShape",
                              1,

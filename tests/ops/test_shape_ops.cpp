@@ -129,3 +129,11 @@ TEST_CASE("ConstantOfShape: errors") {
       test::op_error(OpKind::ConstantOfShape, {ints({1LL << 32, 1LL << 32})}, {}, 1, {true}),
       "too large"));
 }
+
+TEST_CASE("Size: element count as an i64 scalar, any dtype") {
+  const Tensor n = run_op(OpKind::Size, {iota<uint8_t>({2, 7, 3})})[0];
+  CHECK(n.dtype() == DType::i64);
+  check_close(n, {}, {42});
+  check_close(run_op(OpKind::Size, {Tensor::zeros(DType::f32, {4, 0})})[0], {}, {0});
+  check_close(run_op(OpKind::Size, {Tensor::scalar(true)})[0], {}, {1});
+}
