@@ -2,7 +2,8 @@
 # Installs the Debian packages sgraph needs, if any is missing. Idempotent; quick when all are there.
 set -euo pipefail
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config
-          llvm-19-dev libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev clang-format)
+          llvm-19-dev libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev clang-format
+          libonnx-dev libprotobuf-dev protobuf-compiler)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -110,6 +110,7 @@ class Graph {
   std::vector<Node> nodes;
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
+  std::map<std::string, std::string> metadata;  // e.g. "onnx.opset" -> "13" for imported models
 
   ValueId add_value(std::string name, DType dtype = DType::undefined,
                     std::optional<DimList> shape = std::nullopt);

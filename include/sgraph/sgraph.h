@@ -18,6 +18,7 @@
 
 #include "sgraph/error.h"
 #include "sgraph/graph.h"
+#include "sgraph/onnx.h"
 #include "sgraph/op_list.h"
 #include "sgraph/session.h"
 #include "sgraph/tensor.h"

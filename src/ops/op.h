@@ -64,6 +64,9 @@ struct OpDef {
   void (*shapes)(ShapeCtx&);
   void (*run)(KernelCtx&);
   bool view = false;  // output 0 is input 0's buffer reshaped: no kernel runs
+  // The kernel sets its outputs itself (control flow: shapes are known only when it runs);
+  // shapes() is used at graph-build time only.
+  bool makes_outputs = false;
 };
 
 const OpDef& op_def(OpKind op);

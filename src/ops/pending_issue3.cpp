@@ -1,5 +1,4 @@
 #include "ops/pending.h"
 namespace sgraph::ops {
 SG_PENDING(Resize);
-SG_PENDING(If);
 }  // namespace sgraph::ops

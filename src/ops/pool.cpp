@@ -52,13 +52,14 @@ WindowTaps window_taps(const Window& w, const Shape& strides) {
   return t;
 }
 
-// Window of a pooling node: kernel_shape is required; ceil_mode rounds output sizes up.
+// Window of a pooling node: kernel_shape is required; ceil_mode rounds output sizes up; a kernel
+// overhanging the input by less than a stride still gives one (clipped) window.
 Window pool_window(const Attributes& attrs, const Shape& x) {
   Ints in = spatial_dims(x, "X");
   SG_CHECK(attrs.has("kernel_shape")) << "kernel_shape is required";
   Ints kernel = read_spatial(attrs, "kernel_shape", in.size(), 0, 1);
-  return forward_window(attrs, std::move(in), std::move(kernel),
-                        attrs.get_int("ceil_mode", 0) != 0);
+  return forward_window(attrs, std::move(in), std::move(kernel), attrs.get_int("ceil_mode", 0) != 0,
+                        /*clip_last=*/true);
 }
 
 void shapes_pool(ShapeCtx& c) {

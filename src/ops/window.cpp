@@ -30,7 +30,8 @@ Ints spatial_dims(const Shape& x, std::string_view what) {
   return Ints(x.begin() + 2, x.end());
 }
 
-Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_mode) {
+Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_mode,
+                      bool clip_last) {
   Window w;
   const size_t r = in.size();
   w.in = std::move(in);
@@ -54,6 +55,12 @@ Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_m
       continue;
     }
     const int64_t padded = w.in[d] + w.pad_begin[d] + w.pad_end[d];
+    if (clip_last && ext > padded && ext - padded < s) {
+      // One window that overhangs the padded input, clipped to it (ONNX Runtime's pools compute
+      // (padded - extent) / stride + 1 with truncating division, and models rely on it).
+      w.out[d] = 1;
+      continue;
+    }
     SG_CHECK(ext <= padded) << "kernel extent " << ext << " (kernel " << w.kernel[d]
                             << ", dilation " << w.dilations[d]
                             << ") is larger than the padded input " << padded

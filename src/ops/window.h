@@ -30,7 +30,9 @@ struct Window {
 
 // The window of `kernel` over spatial sizes `in` for the node's attributes. ceil_mode (pools)
 // rounds the output size up, dropping a last window that would start in the end padding.
-// Throws when the kernel does not fit the padded input.
-Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_mode = false);
+// With `clip_last` (pools), a kernel that overhangs the padded input by less than one stride gives
+// one window clipped to the input. Otherwise throws when the kernel does not fit the padded input.
+Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_mode = false,
+                      bool clip_last = false);
 
 }  // namespace sgraph::ops

@@ -375,6 +375,14 @@ void check_graph(const Graph& g, Graph* write) {
     const Node& n = g.nodes[i];
     try {
       check_structure(g, n, static_cast<int32_t>(i), defined);
+      for (const auto& [key, attr] : n.attrs)
+        if (const auto* sub = std::get_if<std::shared_ptr<const Graph>>(&attr); sub && *sub) {
+          try {
+            (*sub)->verify();
+          } catch (const Error& e) {
+            throw Error("subgraph '" + key + "': " + e.what());
+          }
+        }
       if (write) {
         infer_node(*write, static_cast<int32_t>(i));
       } else {

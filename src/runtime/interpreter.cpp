@@ -86,17 +86,26 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
         in_values[i] = &in[i];
         in_types[i] = in[i].dtype();
       }
-      out_shapes.assign(n.outputs.size(), Shape{});
-      ops::ShapeCtx sc{n, in_shapes, in_values, in_types, out_shapes};
-      def.shapes(sc);
       out.assign(n.outputs.size(), Tensor{});
-      if (def.view) {
-        out[0] = in[0].reshape(out_shapes[0]);
-      } else {
-        for (size_t k = 0; k < out.size(); ++k)
-          out[k] = Tensor(g_.values[n.outputs[k]].dtype, std::move(out_shapes[k]));
+      if (def.makes_outputs) {  // control flow: the kernel makes its outputs
         ops::KernelCtx kc{n, in, out};
         def.run(kc);
+        for (size_t k = 0; k < out.size(); ++k)
+          SG_CHECK(out[k].dtype() == g_.values[n.outputs[k]].dtype)
+              << "output " << k << " is " << dtype_name(out[k].dtype()) << ", declared "
+              << dtype_name(g_.values[n.outputs[k]].dtype);
+      } else {
+        out_shapes.assign(n.outputs.size(), Shape{});
+        ops::ShapeCtx sc{n, in_shapes, in_values, in_types, out_shapes};
+        def.shapes(sc);
+        if (def.view) {
+          out[0] = in[0].reshape(out_shapes[0]);
+        } else {
+          for (size_t k = 0; k < out.size(); ++k)
+            out[k] = Tensor(g_.values[n.outputs[k]].dtype, std::move(out_shapes[k]));
+          ops::KernelCtx kc{n, in, out};
+          def.run(kc);
+        }
       }
     } catch (Error& e) {
       e.at_node(n.name, std::string(op_name(n.op)));

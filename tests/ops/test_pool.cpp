@@ -179,6 +179,19 @@ TEST_CASE("MaxPool/AveragePool: random 1-D, 2-D and 3-D against the naive loop")
   check_pools({1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, true, 5);
 }
 
+TEST_CASE("MaxPool/AveragePool: a kernel overhanging the input by less than a stride") {
+  // 2x2 kernel, stride 2 over a 1x3 input: one row of windows clipped to the input
+  // (as ONNX Runtime computes it); columns: [1,2] and [3].
+  const Tensor x = f32({1, 1, 1, 3}, {1, 2, 3});
+  const Attributes a{{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}};
+  check_close(run_op(OpKind::MaxPool, {x}, a)[0], {1, 1, 1, 1}, {2});
+  check_close(run_op(OpKind::AveragePool, {x}, a)[0], {1, 1, 1, 1}, {1.5});
+  // Overhanging by a whole stride or more is still an error.
+  CHECK(contains(
+      op_error(OpKind::MaxPool, {x}, {{"kernel_shape", Ints{3, 1}}, {"strides", Ints{2, 1}}}),
+      "larger than the padded input"));
+}
+
 TEST_CASE("MaxPool/AveragePool: errors") {
   const Tensor x = Tensor(DType::f32, {1, 1, 4});
   CHECK(contains(op_error(OpKind::MaxPool, {x}), "kernel_shape is required"));
