@@ -289,6 +289,11 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
     }
     if (type == "Dropout") {  // inference: the identity; the mask output is not supported
       SG_CHECK(outputs.size() == 1) << "Dropout's mask output is not supported";
+      if (inputs.size() > 2 && inputs[2] != kNoValue) {
+        const Tensor& mode = s.g.values[inputs[2]].initializer;
+        SG_CHECK(mode.defined() && mode.numel() == 1 && mode.at_double(0) == 0)
+            << "Dropout in training mode is not supported (only the inference form)";
+      }
       emit1(OpKind::Identity, {inputs.at(0)}, {});
       return;
     }

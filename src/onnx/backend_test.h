@@ -1,0 +1,42 @@
+// Runs folders in the ONNX backend-test layout — model.onnx plus test_data_set_<k>/input_<i>.pb
+// and output_<j>.pb — and compares outputs. Shared by `sgraph check` and the conformance suite.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sgraph/graph.h"
+
+namespace sgraph {
+
+struct Tolerance {
+  double rtol = 1e-3;
+  double atol = 1e-4;
+};
+
+// |got - want| <= atol + rtol * |want| elementwise, NaN matching NaN; integer and bool outputs
+// must be exact. Returns "" when they match, else why not (shape, dtype, or worst element).
+struct Comparison {
+  bool ok = true;
+  double max_abs = 0, max_rel = 0;
+  std::string why;
+};
+Comparison compare_tensors(const Tensor& got, const Tensor& want, Tolerance tol);
+
+struct DataSetResult {
+  std::string name;  // test_data_set_<k>
+  bool ok = false;
+  double max_abs = 0, max_rel = 0;
+  std::string error;  // why it failed
+};
+
+// The data set folders of a test folder, in order.
+std::vector<std::string> data_sets(const std::string& dir);
+// Inputs of one data set, in order.
+std::vector<Tensor> load_inputs(const std::string& data_set_dir);
+
+// Loads dir/model.onnx and runs every data set in order through one Session. Throws
+// sgraph::Error when the model cannot be loaded.
+std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol);
+
+}  // namespace sgraph
