@@ -3,7 +3,7 @@
 //   Graph g = sgraph::load_onnx("model.onnx");   // verified; errors name the file, node and op
 //   Session s(std::move(g));
 //
-// Supports the default (ai.onnx) domain at opsets 7-18, mapping older op versions onto sgraph's
+// Supports the default (ai.onnx) domain up to opset 18, mapping older op versions onto sgraph's
 // ops (e.g. Softmax before 13, Clip-6, Slice-1, Pad-2, Upsample, Resize-10), Constant nodes,
 // initializers (raw or typed data), named and unnamed symbolic dims, and If subgraphs that read
 // outer values.

@@ -331,6 +331,9 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
              {"nearest_mode", std::string("floor")}});
       return;
     }
+    // Before opset 7, binary ops broadcast only with broadcast=1, along `axis` if given.
+    SG_CHECK(opset_ >= 7 || !attrs.has("axis") || !attrs.has("broadcast"))
+        << "legacy broadcasting along an axis (opset " << opset_ << ") is not supported";
     const std::optional<OpKind> op = op_from_name(type);
     SG_CHECK(op.has_value() && *op != OpKind::If)
         << "unsupported op '" << type << "' (domain ai.onnx, opset " << opset_ << ")";
@@ -354,7 +357,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& origin) {
     for (const auto& o : model.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
     SG_CHECK(opset >= 0) << "the model does not import the default ONNX opset";
-    SG_CHECK(opset >= 7) << "opset " << opset << " is older than sgraph supports (7)";
+
     Graph g;
     Scope scope{g, nullptr, {}, {}};
     Importer(opset).convert_graph(model.graph(), scope);

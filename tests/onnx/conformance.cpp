@@ -20,10 +20,10 @@ namespace {
 
 // Tests whose reference outputs are not a target (ONNX Runtime disagrees with them too), with why.
 const std::map<std::string, std::string> kExcluded = {
-    {"test_resize_upsample_scales_cubic_align_corners",
-     "reference disagrees with ONNX Runtime (align_corners cubic)"},
-    {"test_resize_upsample_scales_linear_align_corners",
-     "reference disagrees with ONNX Runtime (align_corners linear)"},
+    {"test_resize_downsample_scales_cubic_align_corners",
+     "reference divides by scale*in - 1, not by the output length - 1 as ONNX Runtime does"},
+    {"test_resize_downsample_scales_linear_align_corners",
+     "reference divides by scale*in - 1, not by the output length - 1 as ONNX Runtime does"},
 };
 
 // The op a test is about: the op of a one-node model, else the test's name.
@@ -38,8 +38,10 @@ int main(int argc, char** argv) {
   std::string root = "/usr/share/libonnx-testdata/data/node";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
-    else root = argv[i];
+    if (std::strcmp(argv[i], "--verbose") == 0)
+      verbose = true;
+    else
+      root = argv[i];
   }
   if (!fs::is_directory(root)) {
     std::printf("conformance: %s not found (apt-get install libonnx-testdata)\n", root.c_str());
@@ -101,8 +103,9 @@ int main(int argc, char** argv) {
   for (const auto& [why, n] : unsupported) std::printf("  %4d  %s\n", n, why.c_str());
   std::printf("\nexcluded (reference not a target): %d\n", excluded);
   for (const std::string& f : failures) std::printf("FAIL %s\n", f.c_str());
-  std::printf("\nconformance: %d ops, %d of %d node tests run passed, %zu unsupported, %d excluded\n",
-              static_cast<int>(rows.size()), passed, ran,
-              tests.size() - static_cast<size_t>(ran) - static_cast<size_t>(excluded), excluded);
+  std::printf(
+      "\nconformance: %d ops, %d of %d node tests run passed, %zu unsupported, %d excluded\n",
+      static_cast<int>(rows.size()), passed, ran,
+      tests.size() - static_cast<size_t>(ran) - static_cast<size_t>(excluded), excluded);
   return failures.empty() ? 0 : 1;
 }

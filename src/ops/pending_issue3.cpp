@@ -1,4 +1,0 @@
-#include "ops/pending.h"
-namespace sgraph::ops {
-SG_PENDING(Resize);
-}  // namespace sgraph::ops
