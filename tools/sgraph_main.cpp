@@ -1,97 +1,96 @@
-// The `sgraph` command-line program.
-//   sgraph demo [--iters N]   run the bundled example model and print outputs and per-op times
-//   sgraph version            versions of sgraph and LLVM, and the host CPU
-#include <algorithm>
+// The `sgraph` command-line program: dispatch and usage. Each command is in cmd_<name>.cpp.
+//   sgraph check DIR... [--rtol R] [--atol A]   run ONNX backend-test folders against references
+//   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N]
+//   sgraph info MODEL                           inputs, outputs, constants, op histogram
+//   sgraph demo [--iters N]                     the bundled example model, outputs, per-op times
+//   sgraph version                              versions of sgraph and LLVM, and the host CPU
 #include <cstdio>
-#include <cstring>
 #include <iostream>
-#include <map>
-#include <random>
+#include <new>
 #include <string>
+#include <vector>
 
+#include "cli.h"
 #include "jit/host.h"
-#include "sgraph/sgraph.h"
+#include "sgraph/error.h"
 
 namespace {
 
-using namespace sgraph;
+using namespace sgraph::cli;
 
-Tensor random_tensor(Shape shape, std::mt19937& rng, float scale) {
-  Tensor t(DType::f32, std::move(shape));
-  std::normal_distribution<float> dist(0.0f, scale);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
-  return t;
-}
+const char kUsage[] = R"(usage: sgraph <command> [arguments]
 
-// The bundled example: a 2-layer MLP classifier over a variable batch.
-Graph example_model() {
-  std::mt19937 rng(7);
-  GraphBuilder b("example_mlp");
-  ValueId x = b.input("x", DType::f32, {Dim("batch"), 64});
-  ValueId w1 = b.constant("w1", random_tensor({64, 128}, rng, 0.125f));
-  ValueId b1 = b.constant("b1", random_tensor({128}, rng, 0.1f));
-  ValueId w2 = b.constant("w2", random_tensor({128, 10}, rng, 0.09f));
-  ValueId b2 = b.constant("b2", random_tensor({10}, rng, 0.1f));
-  ValueId h = b.relu(b.add(b.matmul(x, w1), b1));
-  ValueId logits = b.add(b.matmul(h, w2), b2);
-  b.output(b.softmax(logits, Attributes{{"axis", int64_t{-1}}}), "probs");
-  return b.build();
-}
+commands:
+  check DIR... [--rtol R] [--atol A]
+      Run folders in the ONNX backend-test layout (model.onnx + test_data_set_<k>/input_<i>.pb,
+      output_<j>.pb), or folders holding such folders, and compare every data set's outputs
+      with its references (defaults: rtol 1e-3, atol 1e-4). Exits 1 if any fails.
+  run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
+      Run an ONNX model on inputs from .pb files or random ones of a SHAPE such as 2x3x224x224
+      (inputs not given need a fully static declared shape); print outputs and run times.
+  info MODEL
+      Graph name, opset, producer, inputs and outputs, node and constant counts, op histogram.
+  demo [--iters N]
+      Run the bundled example model; print its outputs and per-op times.
+  version
+      Versions of sgraph and LLVM, and the host CPU.
+  help
+      This message.
+)";
 
-int demo(int iters) {
-  Session session(example_model());
-  std::cout << session.graph().to_string() << "\n";
-  std::mt19937 rng(1);
-  const int64_t batches[] = {8, 8, 8, 32};
-  std::map<std::string, std::vector<int64_t>> times;  // node -> ns per run
-  for (int it = 0; it < iters; ++it) {
-    const int64_t batch = batches[it % 4];
-    std::vector<Tensor> out = session.run({random_tensor({batch, 64}, rng, 1.0f)});
-    for (const OpTime& t : session.last_op_times()) times[t.node].push_back(t.ns);
-    if (it < 2 || it == iters - 1)
-      std::cout << "run " << it + 1 << ": x " << shape_str(Shape{batch, 64}) << " -> probs "
-                << to_string(out[0], 10) << "\n";
-  }
-  std::cout << "\nper-op time (median over " << iters << " runs, interpreter):\n";
-  std::printf("  %-14s %-10s %10s\n", "node", "op", "median us");
-  for (const Node& n : session.graph().nodes) {
-    auto& v = times[n.name];
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    std::printf("  %-14s %-10s %10.2f\n", n.name.c_str(), std::string(op_name(n.op)).c_str(),
-                v.empty() ? 0.0 : v[v.size() / 2] / 1e3);
-  }
+int version(const Args& args) {
+  if (!args.positional.empty()) throw UsageError("version: takes no arguments");
+  std::cout << "sgraph 0.1.0, LLVM " << sgraph::jit::llvm_version() << ", host CPU "
+            << sgraph::jit::host_cpu() << "\n";
   return 0;
 }
 
-int usage() {
-  std::cerr << "usage: sgraph demo [--iters N] | sgraph version\n";
-  return 2;
+int help(const Args&) {
+  std::cout << kUsage;
+  return 0;
+}
+
+struct Command {
+  const char* name;
+  int (*run)(const Args&);
+  std::vector<std::string_view> options;
+};
+
+const Command kCommands[] = {
+    {"check", cmd_check, {"--rtol", "--atol"}},
+    {"run", cmd_run, {"--input", "--iters"}},
+    {"info", cmd_info, {}},
+    {"demo", cmd_demo, {"--iters"}},
+    {"version", version, {}},
+    {"help", help, {}},
+};
+
+int dispatch(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw UsageError("no command given");
+  for (const Command& c : kCommands) {
+    if (argv[0] != c.name) continue;
+    const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+    return c.run(parse_args(c.name, rest, c.options));
+  }
+  if (argv[0] == "--help" || argv[0] == "-h") return help(Args{});
+  throw UsageError("unknown command '" + argv[0] + "'");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    if (argc < 2) return usage();
-    const std::string cmd = argv[1];
-    if (cmd == "version") {
-      std::cout << "sgraph 0.1.0, LLVM " << sgraph::jit::llvm_version() << ", host CPU "
-                << sgraph::jit::host_cpu() << "\n";
-      return 0;
-    }
-    if (cmd == "demo") {
-      int iters = 20;
-      for (int i = 2; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-          iters = std::max(1, std::atoi(argv[++i]));
-        else
-          return usage();
-      }
-      return demo(iters);
-    }
-    return usage();
+    return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const UsageError& e) {
+    std::cerr << "sgraph: " << e.what() << "\n\n" << kUsage;
+    return 2;
   } catch (const sgraph::Error& e) {
+    std::cerr << "sgraph: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "sgraph: error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
     std::cerr << "sgraph: error: " << e.what() << "\n";
     return 1;
   }

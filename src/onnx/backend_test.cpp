@@ -30,7 +30,7 @@ Comparison compare_tensors(const Tensor& got, const Tensor& want, Tolerance tol)
     const double g = got.at_double(i), w = want.at_double(i);
     if (std::isnan(w) && std::isnan(g)) continue;
     const double abs = std::isnan(g) != std::isnan(w) ? INFINITY : std::abs(g - w);
-    const double rel = abs / std::max(std::abs(w), 1e-30);
+    const double rel = abs / std::max(std::abs(w), tol.atol);  // near 0, relative to atol
     if (!(abs == 0 || (std::isinf(w) && g == w))) {
       c.max_abs = std::max(c.max_abs, abs);
       c.max_rel = std::max(c.max_rel, rel);

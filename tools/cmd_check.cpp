@@ -1,0 +1,90 @@
+// `sgraph check DIR... [--rtol R] [--atol A]`: runs folders in the ONNX backend-test layout
+// (model.onnx + test_data_set_<k>/) and compares each data set's outputs with its references.
+// A DIR may also hold such folders, at any depth; they run in sorted order. One line per data set;
+// a model that does not load, or a DIR with no model in it, counts as one failed data set.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "onnx/backend_test.h"
+#include "sgraph/sgraph.h"
+
+namespace fs = std::filesystem;
+
+namespace sgraph::cli {
+
+namespace {
+
+// The test folders at or under `dir`: those holding a model.onnx, in sorted order.
+void find_tests(const fs::path& dir, int depth, std::vector<fs::path>& out) {
+  std::error_code ec;
+  if (fs::exists(dir / "model.onnx", ec)) {
+    out.push_back(dir);
+    return;
+  }
+  if (depth == 0) return;
+  std::vector<fs::path> subdirs;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory(ec)) subdirs.push_back(e.path());
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const fs::path& d : subdirs) find_tests(d, depth - 1, out);
+}
+
+struct Tally {
+  int models = 0, passed = 0, failed = 0;
+};
+
+void line(bool ok, const std::string& folder, const std::string& what, const std::string& detail,
+          Tally& tally) {
+  ++(ok ? tally.passed : tally.failed);
+  std::printf("%s  %s  %s%s%s\n", ok ? "PASS" : "FAIL", folder.c_str(), what.c_str(),
+              detail.empty() ? "" : "  ", detail.c_str());
+  std::fflush(stdout);  // real models take a while: show progress
+}
+
+void check_folder(const std::string& dir, Tolerance tol, Tally& tally) {
+  ++tally.models;
+  std::vector<DataSetResult> results;
+  try {
+    results = run_backend_test(dir, tol);
+  } catch (const std::exception& e) {  // sgraph::Error, or e.g. running out of memory
+    line(false, dir, "model", e.what(), tally);
+    return;
+  }
+  if (results.empty()) line(false, dir, "-", "no test_data_set_0 folder", tally);
+  for (const DataSetResult& r : results) {
+    char errors[96];
+    std::snprintf(errors, sizeof errors, "max_abs %.3g  max_rel %.3g", r.max_abs, r.max_rel);
+    line(r.ok, dir, r.name, errors + (r.ok ? "" : "  " + r.error), tally);
+  }
+}
+
+}  // namespace
+
+int cmd_check(const Args& args) {
+  if (args.positional.empty()) throw UsageError("check: expected at least one DIR");
+  const Tolerance tol{args.number("--rtol", 1e-3), args.number("--atol", 1e-4)};
+  Tally tally;
+  for (const std::string& dir : args.positional) {
+    if (!fs::is_directory(dir)) {
+      line(false, dir, "-", fs::exists(dir) ? "not a directory" : "no such directory", tally);
+      continue;
+    }
+    std::vector<fs::path> tests;
+    find_tests(dir, 8, tests);
+    if (tests.empty()) line(false, dir, "-", "no model.onnx in it or its subfolders", tally);
+    for (const fs::path& t : tests) check_folder(t.lexically_normal().string(), tol, tally);
+  }
+  if (tally.models == 0)
+    std::printf("check: no model folder (model.onnx + test_data_set_<k>/) found: nothing ran\n");
+  std::printf("check: %d model folders, %d data sets (rtol %g, atol %g): %d passed, %d failed\n",
+              tally.models, tally.passed + tally.failed, tol.rtol, tol.atol, tally.passed,
+              tally.failed);
+  std::printf("%d passed, %d failed\n", tally.passed, tally.failed);
+  return tally.failed == 0 && tally.passed > 0 ? 0 : 1;
+}
+
+}  // namespace sgraph::cli

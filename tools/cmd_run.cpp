@@ -1,0 +1,118 @@
+// `sgraph run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]`: runs a model on
+// inputs read from .pb files or made up at random, prints the outputs and how long runs took.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "sgraph/sgraph.h"
+
+namespace sgraph::cli {
+
+namespace {
+
+std::string input_names(const Graph& g) {
+  std::string s;
+  for (ValueId id : g.inputs) s += (s.empty() ? "" : ", ") + g.value(id).name;
+  return s.empty() ? "none" : s;
+}
+
+// The declared shape with symbolic dims replaced by 1: a suggestion for --input NAME=SHAPE.
+std::string example_shape(const ValueInfo& v) {
+  std::string s;
+  if (v.shape)
+    for (const Dim& d : *v.shape)
+      s += (s.empty() ? "" : "x") + std::to_string(d.is_static() ? d.size : 1);
+  return s.empty() ? "2x3" : s;
+}
+
+// One input tensor: from --input NAME=FILE.pb, --input NAME=SHAPE, or the declared static shape.
+// `from` says which.
+Tensor make_input(const ValueInfo& v, const std::string* given, std::mt19937& rng,
+                  std::string& from) {
+  if (given && (given->ends_with(".pb") || std::filesystem::is_regular_file(*given))) {
+    from = "from " + *given;
+    return load_tensor_pb(*given);
+  }
+  Shape shape;
+  if (given) {
+    shape = parse_shape(*given, "--input " + v.name + "=" + *given);
+  } else {
+    const bool fixed = v.shape && std::all_of(v.shape->begin(), v.shape->end(),
+                                              [](const Dim& d) { return d.is_static(); });
+    SG_CHECK(fixed) << "input '" << v.name << "' has shape "
+                    << (v.shape ? dims_str(*v.shape) : "[?] (unknown rank)")
+                    << ", which is not fully static: pass --input " << v.name << "=SHAPE, e.g. "
+                    << "--input " << v.name << "=" << example_shape(v);
+    for (const Dim& d : *v.shape) shape.push_back(d.size);
+  }
+  from = "random";
+  return random_tensor(v.dtype, std::move(shape), rng);
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+  if (args.positional.size() != 1) throw UsageError("run: expected one MODEL");
+  const int64_t iters = args.integer("--iters", 1, 1);
+  std::map<std::string, std::string> given;  // input name -> FILE.pb or SHAPE
+  for (const std::string& spec : args.all("--input")) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("run: --input wants NAME=FILE.pb or NAME=SHAPE, got '" + spec + "'");
+    if (!given.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
+      throw UsageError("run: input '" + spec.substr(0, eq) + "' is given twice");
+  }
+
+  Session session(load_model(args.positional[0]));
+  const Graph& g = session.graph();
+  for (const auto& [name, value] : given) {
+    const ValueId id = g.find_value(name);
+    SG_CHECK(id != kNoValue && std::find(g.inputs.begin(), g.inputs.end(), id) != g.inputs.end())
+        << "--input " << name << "=" << value << ": the model has no input named '" << name
+        << "' (its inputs: " << input_names(g) << ")";
+  }
+  std::mt19937 rng(0);
+  std::vector<Tensor> inputs;
+  std::vector<std::string> from(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const ValueInfo& v = g.value(g.inputs[i]);
+    auto it = given.find(v.name);
+    inputs.push_back(make_input(v, it == given.end() ? nullptr : &it->second, rng, from[i]));
+  }
+  std::printf("inputs:\n");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    std::printf("  %-20s %s (%s)\n", g.value(g.inputs[i]).name.c_str(),
+                to_string(inputs[i], 4).c_str(), from[i].c_str());
+  std::fflush(stdout);  // before any error the run reports on stderr
+
+  std::vector<double> ms;
+  std::vector<Tensor> outputs;
+  for (int64_t i = 0; i < iters; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = session.run(inputs);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  std::printf("outputs:\n");
+  for (size_t j = 0; j < outputs.size(); ++j)
+    std::printf("  %-20s %s\n", g.value(g.outputs[j]).name.c_str(),
+                to_string(outputs[j], 8).c_str());
+
+  std::printf("timing: first run %.3f ms", ms[0]);
+  if (ms.size() > 1) {
+    std::vector<double> rest(ms.begin() + 1, ms.end());
+    std::sort(rest.begin(), rest.end());
+    std::printf(", then median %.3f ms, min %.3f ms over %zu runs\n", rest[rest.size() / 2],
+                rest[0], rest.size());
+  } else {
+    std::printf(" (--iters N for the median and min of later runs)\n");
+  }
+  return 0;
+}
+
+}  // namespace sgraph::cli
