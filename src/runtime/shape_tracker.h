@@ -1,0 +1,87 @@
+// ShapeTracker: records shape *stability* across warm-up runs — which ops saw the same input and
+// output shapes on every run. (Not a view algebra: tinygrad's ShapeTracker, with the same name,
+// tracks how a buffer is indexed; this one only compares each op's shapes run to run.)
+//
+//   ShapeTracker st(g);
+//   OpObserver* obs[] = {&st};
+//   for (auto& feed : warmup) { st.begin_run(); interp.run(feed, obs); st.end_run(); }
+//   std::vector<bool> stable = st.stable();
+//
+// Run 1 records every op's shapes and marks all ops unchanged. From run 2 on, an op that is still
+// unchanged is compared with its shapes from the previous run; any difference (a dim, a rank, an
+// absent optional input becoming present or the reverse) marks it changed for good, with the run
+// (1-based) and a readable description, e.g. "input 0 'x': [2,8,32] -> [2,17,32]". An op not
+// observed in some run is changed too ("not run in run 3"). After the warm-up, the ops observed in
+// every run and never changed are stable.
+//
+// Not thread-safe: observe one run at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/interpreter.h"
+
+namespace sgraph {
+
+class ShapeTracker final : public OpObserver {
+ public:
+  struct Change {
+    int run;           // 1-based warm-up run (or a later serving run, via mark_changed)
+    std::string what;  // which inputs/outputs changed, old -> new
+  };
+
+  // `g` must outlive the tracker.
+  explicit ShapeTracker(const Graph& g);
+
+  // Brackets one run. begin_run() closes a run left open; end_run() marks the ops that the run
+  // did not observe as changed.
+  void begin_run();
+  void on_op(const OpEvent& e) override;
+  void end_run();
+
+  int runs() const { return runs_; }
+  bool changed(int32_t node) const { return op(node).change.has_value(); }
+  // Per node: observed in every run so far and never changed (all false before the first run).
+  std::vector<bool> stable() const;
+  const std::optional<Change>& change(int32_t node) const { return op(node).change; }
+
+  // The shapes of the latest run that observed the node. An absent optional input has an empty
+  // shape and input_present() false, so it differs from a present scalar ([]).
+  const std::vector<Shape>& input_shapes(int32_t node) const { return op(node).in; }
+  bool input_present(int32_t node, size_t input) const { return op(node).in_present.at(input); }
+  const std::vector<Shape>& output_shapes(int32_t node) const { return op(node).out; }
+
+  // Marks a node changed after warm-up (a guard miss while serving). A node already changed
+  // keeps its first change.
+  void mark_changed(int32_t node, int run, std::string what);
+
+ private:
+  struct OpRecord {
+    std::vector<Shape> in, out;
+    std::vector<bool> in_present;
+    int last_run = 0;  // the latest run that observed the op; 0 = never
+    std::optional<Change> change;
+  };
+  void check(int32_t node) const;
+  const OpRecord& op(int32_t node) const {
+    check(node);
+    return ops_[node];
+  }
+  OpRecord& op(int32_t node) {
+    check(node);
+    return ops_[node];
+  }
+  static bool same_shapes(const OpRecord& r, const OpEvent& e);
+  static void record(OpRecord& r, const OpEvent& e);
+  std::string describe(const OpRecord& before, const OpEvent& now) const;
+
+  const Graph& g_;
+  std::vector<OpRecord> ops_;  // per node
+  int runs_ = 0;
+  bool open_ = false;
+};
+
+}  // namespace sgraph

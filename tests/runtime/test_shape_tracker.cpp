@@ -1,0 +1,258 @@
+// ShapeTracker: which ops keep their shapes across warm-up runs, and when the others changed.
+#include "runtime/shape_tracker.h"
+#include "test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::test;
+
+namespace {
+int32_t node_named(const Graph& g, const std::string& name) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == name) return static_cast<int32_t>(i);
+  FAIL("no node named " << name);
+  return -1;
+}
+
+// One warm-up run per feed, observed by `st`.
+void warm_up(const Graph& g, ShapeTracker& st, const std::vector<std::vector<Tensor>>& feeds) {
+  Interpreter interp(g);
+  OpObserver* obs[] = {&st};
+  for (const auto& feed : feeds) {
+    st.begin_run();
+    interp.run(feed, obs);
+    st.end_run();
+  }
+}
+
+// x [batch,4] -> MatMul(x, Transpose(wt)) -> Add bias -> Relu -> y. The Transpose only sees the
+// constant weight.
+Graph mlp() {
+  GraphBuilder b("mlp");
+  ValueId x = b.input("x", DType::f32, {Dim("batch"), 4});
+  ValueId wt = b.constant("wt", random_f32({3, 4}, 1));
+  ValueId bias = b.constant("bias", random_f32({3}, 2));
+  ValueId w = b.transpose(wt, Attributes{{"perm", Ints{1, 0}}});  // transpose_0
+  b.output(b.relu(b.add(b.matmul(x, w), bias)), "y");             // matmul_0, add_0, y
+  return b.build();
+}
+
+std::vector<Tensor> batch(int64_t n, uint32_t seed = 7) { return {random_f32({n, 4}, seed)}; }
+
+// x [1,seq,8]: q, k, v projections, scores q.k^T, softmax, context, output projection, reshape.
+// `wq_scaled` only sees constants.
+Graph attention() {
+  GraphBuilder b("attention");
+  ValueId x = b.input("x", DType::f32, {1, Dim("seq"), 8});
+  ValueId wq = b.constant("wq", random_f32({8, 8}, 3));
+  ValueId wk = b.constant("wk", random_f32({8, 8}, 4));
+  ValueId wv = b.constant("wv", random_f32({8, 8}, 5));
+  ValueId wq_scaled = b.node(OpKind::Mul, {wq, b.scalar(0.35f)}, {}, 1, "wq_scaled").front();
+  ValueId q = b.node(OpKind::MatMul, {x, wq_scaled}, {}, 1, "q").front();
+  ValueId k = b.node(OpKind::MatMul, {x, wk}, {}, 1, "k").front();
+  ValueId v = b.node(OpKind::MatMul, {x, wv}, {}, 1, "v").front();
+  ValueId kt = b.node(OpKind::Transpose, {k}, {{"perm", Ints{0, 2, 1}}}, 1, "kt").front();
+  ValueId s = b.node(OpKind::MatMul, {q, kt}, {}, 1, "scores").front();
+  ValueId p = b.node(OpKind::Softmax, {s}, {{"axis", int64_t{-1}}}, 1, "probs").front();
+  ValueId c = b.node(OpKind::MatMul, {p, v}, {}, 1, "context").front();
+  ValueId r = b.node(OpKind::Reshape, {c, b.ints({-1, 8})}, {}, 1, "flat").front();
+  b.output(r, "out");
+  return b.build();
+}
+
+std::vector<Tensor> seq(int64_t n) { return {random_f32({1, n, 8}, static_cast<uint32_t>(n))}; }
+}  // namespace
+
+TEST_CASE("ShapeTracker: MLP with a changing batch; the weight-only Transpose stays stable") {
+  Graph g = mlp();
+  ShapeTracker st(g);
+  warm_up(g, st, {batch(2), batch(2), batch(5)});
+  CHECK(st.runs() == 3);
+  const int32_t t = node_named(g, "transpose_0"), mm = node_named(g, "matmul_0"),
+                add = node_named(g, "add_0"), relu = node_named(g, "y");
+  CHECK(st.stable() == std::vector<bool>{true, false, false, false});
+  CHECK_FALSE(st.changed(t));
+  CHECK_FALSE(st.change(t).has_value());
+  for (int32_t n : {mm, add, relu}) {
+    REQUIRE(st.changed(n));
+    CHECK(st.change(n)->run == 3);
+  }
+  CHECK(st.change(mm)->what == "input 0 'x': [2,4] -> [5,4]; output 0 'matmul_0': [2,3] -> [5,3]");
+  CHECK(st.change(add)->what ==
+        "input 0 'matmul_0': [2,3] -> [5,3]; output 0 'add_0': [2,3] -> [5,3]");  // not the bias
+  CHECK(st.change(relu)->what == "input 0 'add_0': [2,3] -> [5,3]; output 0 'y': [2,3] -> [5,3]");
+  // The latest run's shapes.
+  CHECK(st.input_shapes(mm) == std::vector<Shape>{{5, 4}, {4, 3}});
+  CHECK(st.output_shapes(mm) == std::vector<Shape>{{5, 3}});
+  CHECK(st.input_shapes(t) == std::vector<Shape>{{3, 4}});
+  CHECK(st.output_shapes(t) == std::vector<Shape>{{4, 3}});
+}
+
+TEST_CASE("ShapeTracker: one data set repeated, or several with the same shapes: all stable") {
+  Graph g = mlp();
+  SUBCASE("one data set repeated") {
+    ShapeTracker st(g);
+    const std::vector<Tensor> feed = batch(2);
+    warm_up(g, st, {feed, feed, feed});
+    CHECK(st.stable() == std::vector<bool>(4, true));
+  }
+  SUBCASE("several data sets, same shapes") {
+    ShapeTracker st(g);
+    warm_up(g, st, {batch(2, 1), batch(2, 2), batch(2, 3)});
+    CHECK(st.stable() == std::vector<bool>(4, true));
+    for (int32_t n = 0; n < 4; ++n) CHECK_FALSE(st.changed(n));
+  }
+  SUBCASE("several data sets, different batch at run 2") {
+    ShapeTracker st(g);
+    warm_up(g, st, {batch(2), batch(3), batch(2)});
+    CHECK(st.stable() == std::vector<bool>{true, false, false, false});
+    CHECK(st.change(node_named(g, "y"))->run == 2);
+  }
+  SUBCASE("a single run marks everything stable") {
+    ShapeTracker st(g);
+    CHECK(st.stable() == std::vector<bool>(4, false));  // nothing observed yet
+    warm_up(g, st, {batch(9)});
+    CHECK(st.stable() == std::vector<bool>(4, true));
+  }
+}
+
+TEST_CASE("ShapeTracker: attention block with a changing sequence length; changed is sticky") {
+  Graph g = attention();
+  ShapeTracker st(g);
+  Interpreter interp(g);
+  OpObserver* obs[] = {&st};
+  const int64_t lengths[] = {4, 4, 7, 4};
+  for (int r = 0; r < 4; ++r) {
+    st.begin_run();
+    interp.run(seq(lengths[r]), obs);
+    st.end_run();
+    if (r == 1) {  // two runs with seq 4: nothing changed yet
+      CHECK(st.stable() == std::vector<bool>(g.nodes.size(), true));
+    }
+  }
+  const int32_t wq = node_named(g, "wq_scaled");
+  CHECK(st.stable()[wq]);
+  CHECK_FALSE(st.changed(wq));
+  for (const char* name : {"q", "k", "v", "kt", "scores", "probs", "context", "out"}) {
+    CAPTURE(name);
+    const int32_t n = node_named(g, name);
+    REQUIRE(st.changed(n));
+    CHECK(st.change(n)->run == 3);  // run 4 is back to seq 4, but changed stays changed
+    CHECK_FALSE(st.stable()[n]);
+  }
+  CHECK(st.change(node_named(g, "q"))->what ==
+        "input 0 'x': [1,4,8] -> [1,7,8]; output 0 'q': [1,4,8] -> [1,7,8]");
+  CHECK(st.change(node_named(g, "scores"))->what ==
+        "input 0 'q': [1,4,8] -> [1,7,8]; input 1 'kt': [1,8,4] -> [1,8,7]; "
+        "output 0 'scores': [1,4,4] -> [1,7,7]");
+  CHECK(st.change(node_named(g, "out"))->what ==
+        "input 0 'context': [1,4,8] -> [1,7,8]; output 0 'out': [4,8] -> [7,8]");
+  // Shapes are those of the latest run (seq 4 again).
+  CHECK(st.output_shapes(node_named(g, "probs")) == std::vector<Shape>{{1, 4, 4}});
+}
+
+TEST_CASE("ShapeTracker: a change at the last warm-up run") {
+  Graph g = attention();
+  ShapeTracker st(g);
+  warm_up(g, st, {seq(4), seq(4), seq(4), seq(5)});
+  CHECK(st.change(node_named(g, "probs"))->run == 4);
+  CHECK(st.stable()[node_named(g, "wq_scaled")]);
+}
+
+TEST_CASE("ShapeTracker: an absent optional input differs from a present scalar") {
+  GraphBuilder b("clip");
+  ValueId x = b.input("x", DType::f32, {3});
+  ValueId hi = b.constant("hi", Tensor::scalar(1.0f));
+  b.output(b.clip(x, kNoValue, hi), "y");
+  Graph g = b.build();
+  const Node& clip = g.nodes[0];
+  const Tensor xs = Tensor::zeros(DType::f32, {3}), bound = Tensor::scalar(0.5f);
+  const Tensor out = Tensor::zeros(DType::f32, {3});
+  auto observe = [&](ShapeTracker& st, const Tensor& lo) {
+    const Tensor ins[] = {xs, lo, bound};
+    st.begin_run();
+    st.on_op(OpEvent{0, clip, ins, std::span<const Tensor>(&out, 1), 10});
+    st.end_run();
+  };
+
+  ShapeTracker st(g);
+  observe(st, Tensor{});
+  CHECK_FALSE(st.input_present(0, 1));
+  CHECK(st.input_present(0, 2));
+  CHECK(st.input_shapes(0) == std::vector<Shape>{{3}, {}, {}});
+  observe(st, Tensor{});
+  CHECK(st.stable() == std::vector<bool>{true});
+  observe(st, bound);
+  REQUIRE(st.changed(0));
+  CHECK(st.change(0)->run == 3);
+  CHECK(st.change(0)->what == "input 1: absent -> []");  // no value: no name
+  CHECK(st.input_present(0, 1));
+
+  ShapeTracker back(g);
+  observe(back, bound);
+  observe(back, Tensor{});
+  REQUIRE(back.changed(0));
+  CHECK(back.change(0)->what == "input 1: [] -> absent");
+}
+
+TEST_CASE("ShapeTracker: a rank change is a change") {
+  Graph g = mlp();
+  ShapeTracker st(g);
+  const Node& relu = g.nodes[3];
+  const Tensor a = Tensor::zeros(DType::f32, {6}), b = Tensor::zeros(DType::f32, {2, 3});
+  for (const Tensor* t : {&a, &b}) {
+    st.begin_run();
+    st.on_op(OpEvent{3, relu, std::span<const Tensor>(t, 1), std::span<const Tensor>(t, 1), 1});
+  }
+  st.end_run();
+  REQUIRE(st.changed(3));
+  CHECK(st.change(3)->what == "input 0 'add_0': [6] -> [2,3]; output 0 'y': [6] -> [2,3]");
+}
+
+TEST_CASE("ShapeTracker: an op not observed in a run is changed, not stable") {
+  Graph g = mlp();
+  ShapeTracker st(g);
+  const Tensor t = Tensor::zeros(DType::f32, {2, 3});
+  auto event = [&](int32_t n) {
+    return OpEvent{n, g.nodes[n], std::span<const Tensor>(&t, 1), std::span<const Tensor>(&t, 1),
+                   1};
+  };
+  st.begin_run();
+  for (int32_t n = 0; n < 4; ++n) st.on_op(event(n));
+  st.begin_run();  // closes run 1
+  for (int32_t n = 0; n < 3; ++n) st.on_op(event(n));
+  st.end_run();
+  CHECK(st.runs() == 2);
+  CHECK(st.stable() == std::vector<bool>{true, true, true, false});
+  REQUIRE(st.changed(3));
+  CHECK(st.change(3)->run == 2);
+  CHECK(st.change(3)->what == "not run in run 2");
+  // Observed again in run 3: still changed.
+  st.begin_run();
+  for (int32_t n = 0; n < 4; ++n) st.on_op(event(n));
+  st.end_run();
+  CHECK(st.change(3)->run == 2);
+  CHECK(st.stable() == std::vector<bool>{true, true, true, false});
+}
+
+TEST_CASE("ShapeTracker: mark_changed after warm-up (a guard miss) keeps the first change") {
+  Graph g = mlp();
+  ShapeTracker st(g);
+  warm_up(g, st, {batch(2), batch(2), batch(5)});
+  st.mark_changed(0, 7, "guard miss: input 0 'wt'");
+  REQUIRE(st.changed(0));
+  CHECK(st.change(0)->run == 7);
+  CHECK(st.stable() == std::vector<bool>(4, false));
+  st.mark_changed(0, 9, "again");
+  st.mark_changed(1, 9, "later");
+  CHECK(st.change(0)->what == "guard miss: input 0 'wt'");
+  CHECK(st.change(1)->run == 3);
+}
+
+TEST_CASE("ShapeTracker: misuse is an internal error, not a crash") {
+  Graph g = mlp();
+  ShapeTracker st(g);
+  const Tensor t = Tensor::zeros(DType::f32, {2, 3});
+  const OpEvent e{3, g.nodes[3], std::span<const Tensor>(&t, 1), std::span<const Tensor>(&t, 1), 1};
+  CHECK(contains(error_of([&] { st.on_op(e); }), "outside begin_run()"));
+  CHECK(contains(error_of([&] { (void)st.changed(4); }), "node 4 out of range (4 nodes)"));
+}
