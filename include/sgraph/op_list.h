@@ -23,6 +23,33 @@
   SG_OP(LeakyRelu, leaky_relu)                         \
   SG_OP(HardSigmoid, hard_sigmoid)                     \
   SG_OP(Not, logical_not)                              \
+  SG_OP(Acos, acos)                                    \
+  SG_OP(Acosh, acosh)                                  \
+  SG_OP(Asin, asin)                                    \
+  SG_OP(Asinh, asinh)                                  \
+  SG_OP(Atan, atan)                                    \
+  SG_OP(Atanh, atanh)                                  \
+  SG_OP(Cos, cos)                                      \
+  SG_OP(Cosh, cosh)                                    \
+  SG_OP(Sin, sin)                                      \
+  SG_OP(Sinh, sinh)                                    \
+  SG_OP(Tan, tan)                                      \
+  SG_OP(Ceil, ceil)                                    \
+  SG_OP(Floor, floor)                                  \
+  SG_OP(Round, round)                                  \
+  SG_OP(Sign, sign)                                    \
+  SG_OP(Reciprocal, reciprocal)                        \
+  SG_OP(IsNaN, is_nan)                                 \
+  SG_OP(IsInf, is_inf)                                 \
+  SG_OP(Elu, elu)                                      \
+  SG_OP(Celu, celu)                                    \
+  SG_OP(Selu, selu)                                    \
+  SG_OP(Softplus, softplus)                            \
+  SG_OP(Softsign, softsign)                            \
+  SG_OP(ThresholdedRelu, thresholded_relu)             \
+  SG_OP(Shrink, shrink)                                \
+  SG_OP(HardSwish, hard_swish)                         \
+  SG_OP(Mish, mish)                                    \
   SG_OP(Clip, clip)                                    \
   SG_OP(Cast, cast)                                    \
   /* elementwise binary, broadcasting (binary.cpp) */  \
@@ -36,6 +63,15 @@
   SG_OP(Equal, equal)                                  \
   SG_OP(Greater, greater)                              \
   SG_OP(Less, less)                                    \
+  SG_OP(GreaterOrEqual, greater_or_equal)              \
+  SG_OP(LessOrEqual, less_or_equal)                    \
+  SG_OP(And, logical_and)                              \
+  SG_OP(Or, logical_or)                                \
+  SG_OP(Xor, logical_xor)                              \
+  SG_OP(Mod, mod)                                      \
+  SG_OP(Sum, sum)                                      \
+  SG_OP(Mean, mean)                                    \
+  SG_OP(PRelu, prelu)                                  \
   SG_OP(Where, where)                                  \
   /* contractions and neural-network ops */            \
   SG_OP(MatMul, matmul)                                \
@@ -50,6 +86,15 @@
   SG_OP(ReduceSum, reduce_sum)                         \
   SG_OP(ReduceMean, reduce_mean)                       \
   SG_OP(ReduceMax, reduce_max)                         \
+  SG_OP(ReduceMin, reduce_min)                         \
+  SG_OP(ReduceProd, reduce_prod)                       \
+  SG_OP(ReduceL1, reduce_l1)                           \
+  SG_OP(ReduceL2, reduce_l2)                           \
+  SG_OP(ReduceLogSum, reduce_log_sum)                  \
+  SG_OP(ReduceLogSumExp, reduce_log_sum_exp)           \
+  SG_OP(ReduceSumSquare, reduce_sum_square)            \
+  SG_OP(ArgMax, arg_max)                               \
+  SG_OP(ArgMin, arg_min)                               \
   SG_OP(Softmax, softmax)                              \
   SG_OP(LogSoftmax, log_softmax)                       \
   SG_OP(LayerNormalization, layer_normalization)       \

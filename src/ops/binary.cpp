@@ -1,4 +1,5 @@
-// Elementwise binary (and variadic Max/Min, ternary Where) ops with numpy-style broadcasting.
+// Elementwise binary (and variadic Max/Min/Sum/Mean, ternary Where) ops with numpy-style
+// broadcasting.
 #include <cmath>
 
 #include "ops/op.h"
@@ -47,6 +48,27 @@ void types_compare(TypeCtx& c) {
   c.out[0] = DType::boolean;
 }
 
+void types_float_variadic(TypeCtx& c) {
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    c.expect_float(i);
+    c.expect_same(0, i);
+  }
+  c.out[0] = c.in[0];
+}
+
+void types_logical(TypeCtx& c) {
+  c.expect_one_of(0, {DType::boolean});
+  c.expect_one_of(1, {DType::boolean});
+  c.out[0] = DType::boolean;
+}
+
+// Mod's fmod attribute: 0 = the remainder takes the divisor's sign (integers only), 1 = C fmod.
+bool mod_is_fmod(const Attributes& attrs) {
+  const int64_t fmod = attrs.get_int("fmod", 0);
+  SG_CHECK(fmod == 0 || fmod == 1) << "fmod must be 0 or 1, got " << fmod;
+  return fmod == 1;
+}
+
 template <class F>
 void arith(KernelCtx& c, F f) {
   visit_dtype(c.in[0].dtype(), [&]<class T>() {
@@ -76,6 +98,11 @@ void fold(KernelCtx& c, F f) {
 }
 
 template <class F>
+void logical(KernelCtx& c, F f) {
+  broadcast_apply<bool, bool, bool>(c.in[0], c.in[1], c.out[0], f);
+}
+
+template <class F>
 void compare(KernelCtx& c, F f) {
   visit_dtype(c.in[0].dtype(),
               [&]<class T>() { broadcast_apply<T, T, bool>(c.in[0], c.in[1], c.out[0], f); });
@@ -97,6 +124,7 @@ T ipow(T base, int64_t e) {
 }  // namespace
 
 extern const OpDef kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kLess, kWhere;
+extern const OpDef kGreaterOrEqual, kLessOrEqual, kAnd, kOr, kXor, kMod, kSum, kMean, kPRelu;
 
 const OpDef kAdd{"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                    arith(c, [](auto a, auto b) -> decltype(a) { return a + b; });
@@ -168,6 +196,89 @@ const OpDef kGreater{"Greater", 2, 2, 1, 1, types_compare, shapes_broadcast, [](
 const OpDef kLess{"Less", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
                     compare(c, [](auto a, auto b) { return a < b; });
                   }};
+
+const OpDef kGreaterOrEqual{
+    "GreaterOrEqual", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
+      compare(c, [](auto a, auto b) { return a >= b; });
+    }};
+const OpDef kLessOrEqual{
+    "LessOrEqual", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
+      compare(c, [](auto a, auto b) { return a <= b; });
+    }};
+
+const OpDef kAnd{"And", 2, 2, 1, 1, types_logical, shapes_broadcast, [](KernelCtx& c) {
+                   logical(c, [](bool a, bool b) { return a && b; });
+                 }};
+const OpDef kOr{"Or", 2, 2, 1, 1, types_logical, shapes_broadcast, [](KernelCtx& c) {
+                  logical(c, [](bool a, bool b) { return a || b; });
+                }};
+const OpDef kXor{"Xor", 2, 2, 1, 1, types_logical, shapes_broadcast, [](KernelCtx& c) {
+                   logical(c, [](bool a, bool b) { return a != b; });
+                 }};
+
+// Mod(a, b) {fmod}: floats need fmod=1 (std::fmod); integer modulo by zero is an error.
+const OpDef kMod{"Mod",
+                 2,
+                 2,
+                 1,
+                 1,
+                 [](TypeCtx& c) {
+                   types_arith(c);
+                   SG_CHECK(mod_is_fmod(c.attrs()) || !is_float(c.in[0]))
+                       << "Mod of " << dtype_name(c.in[0]) << " needs fmod=1";
+                 },
+                 shapes_broadcast,
+                 [](KernelCtx& c) {
+                   const bool fmod = mod_is_fmod(c.attrs());
+                   arith(c, [fmod](auto a, auto b) -> decltype(a) {
+                     using T = decltype(a);
+                     if constexpr (std::is_floating_point_v<T>) {
+                       return std::fmod(a, b);
+                     } else {
+                       SG_CHECK(b != 0) << "integer modulo by zero";
+                       if constexpr (std::is_signed_v<T>)
+                         if (b == -1) return 0;      // also avoids the overflow of lowest % -1
+                       T r = static_cast<T>(a % b);  // C's remainder: the sign of a
+                       if (!fmod && r != 0 && (r < 0) != (b < 0)) r = static_cast<T>(r + b);
+                       return r;
+                     }
+                   });
+                 }};
+
+// Sum and Mean: variadic with broadcasting, floats only (as in ONNX).
+const OpDef kSum{"Sum", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
+                   fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                 }};
+const OpDef kMean{"Mean", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
+                    fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                    visit_float(c.out[0].dtype(), [&]<class T>() {
+                      const T n = static_cast<T>(c.in.size());
+                      T* y = c.out[0].data<T>();
+                      for (int64_t i = 0, m = c.out[0].numel(); i < m; ++i) y[i] /= n;
+                    });
+                  }};
+
+// PRelu(x, slope): x < 0 ? slope * x : x, slope broadcasting to x's shape (one way only).
+const OpDef kPRelu{"PRelu",
+                   2,
+                   2,
+                   1,
+                   1,
+                   [](TypeCtx& c) {
+                     c.expect_one_of(0, {DType::f32, DType::f64, DType::i32, DType::i64});
+                     c.expect_same(0, 1);
+                     c.out[0] = c.in[0];
+                   },
+                   [](ShapeCtx& c) {
+                     SG_CHECK(broadcast_shapes(c.shape(0), c.shape(1)) == c.shape(0))
+                         << "slope of shape " << shape_str(c.shape(1))
+                         << " does not broadcast to x's shape " << shape_str(c.shape(0));
+                     c.out[0] = c.shape(0);
+                   },
+                   [](KernelCtx& c) {
+                     arith(c,
+                           [](auto x, auto slope) -> decltype(x) { return x < 0 ? slope * x : x; });
+                   }};
 
 // Where(cond, x, y): three-way broadcast.
 const OpDef kWhere{"Where",

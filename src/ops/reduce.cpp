@@ -1,11 +1,17 @@
-// ReduceSum, ReduceMean, ReduceMax: one table of three entries sharing one axis rule, one shape
-// rule and one strided reduction routine.
+// The Reduce* ops: one table sharing one axis rule, one shape rule and one strided reduction
+// routine. Each reduction is a per-element map, a combining step, an identity and a finish.
 //
 // Axes come from the optional second input (ONNX 13+ for ReduceSum, 18+ for the others) or else
 // the `axes` attribute. Empty axes reduce everything, or with noop_with_empty_axes=1 copy the
-// input. Reducing an empty set (a zero-size reduced dim) follows ONNX 18: ReduceSum gives 0,
-// ReduceMax gives -inf for floats and the dtype's minimum for integers, ReduceMean is undefined in
-// ONNX and throws here.
+// input. Reducing an empty set (a zero-size reduced dim) follows ONNX 18: the identity (0 for the
+// sums, 1 for ReduceProd, -inf for ReduceLogSum(Exp)); ReduceMax/ReduceMin give -inf/+inf for
+// floats and the dtype's lowest/highest value for integers; ReduceMean is undefined in ONNX and
+// throws here.
+//
+// Dtypes: floats and i32/i64 everywhere, also u8/i8 for ReduceMax/ReduceMin. ReduceL2, ReduceLogSum
+// and ReduceLogSumExp take floats only (their results are not integers). Float inputs accumulate in
+// double; integer sums and products wrap, as numpy's do.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -14,7 +20,7 @@
 namespace sgraph::ops {
 namespace {
 
-enum class Reduction { sum, mean, max };
+enum class Reduction { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square };
 
 // Which input dims are reduced (all false for the no-op case).
 std::vector<bool> reduced_dims(const Attributes& attrs, const Tensor* axes_input, int64_t rank) {
@@ -70,9 +76,9 @@ Walk make_walk(const Shape& shape, const std::vector<bool>& reduced) {
 // acc[o] = step(acc[o], x[i]) for every input element i and its output element o. Walks the input
 // in memory order, one innermost row at a time; an odometer over the outer dims tracks o. A reduced
 // innermost row is folded into four partial results (starting at `identity`) so that consecutive
-// steps do not wait on each other; step must therefore also combine two partials.
-template <class T, class Acc, class Step>
-void reduce_walk(const T* x, Acc* acc, const Walk& w, Acc identity, Step step) {
+// steps do not wait on each other; merge combines two partials.
+template <class T, class Acc, class Step, class Merge>
+void reduce_walk(const T* x, Acc* acc, const Walk& w, Acc identity, Step step, Merge merge) {
   const int64_t rank = static_cast<int64_t>(w.dims.size());
   if (rank == 0) {  // a single element
     acc[0] = step(acc[0], x[0]);
@@ -94,7 +100,7 @@ void reduce_walk(const T* x, Acc* acc, const Walk& w, Acc identity, Step step) {
         p3 = step(p3, row[j + 3]);
       }
       for (; j < inner; ++j) p0 = step(p0, row[j]);
-      acc[o] = step(step(p0, p1), step(p2, p3));
+      acc[o] = merge(merge(p0, p1), merge(p2, p3));
     } else {
       Acc* row = acc + o;
       for (int64_t j = 0; j < inner; ++j) row[j] = step(row[j], x[i + j]);
@@ -108,15 +114,44 @@ void reduce_walk(const T* x, Acc* acc, const Walk& w, Acc identity, Step step) {
   }
 }
 
-// Integer sums wrap (as numpy's do) instead of overflowing into undefined behaviour.
-inline int64_t wrap_add(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+// Integer sums and products wrap (as numpy's do) instead of overflowing into undefined behaviour.
+template <class Acc>
+Acc add(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc>)
+    return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else
+    return a + b;
+}
+template <class Acc>
+Acc mul(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc>)
+    return static_cast<Acc>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else
+    return a * b;
+}
+
+// log(sum(exp(x))) accumulated in one pass without overflow: the running maximum m and
+// s = sum(exp(x - m)). A NaN input makes s NaN, which every later step keeps.
+struct LogSumExp {
+  double m = -std::numeric_limits<double>::infinity(), s = 0;
+};
+LogSumExp lse_step(LogSumExp a, double x) {
+  if (x > a.m) return {x, a.s * std::exp(a.m - x) + 1};
+  if (x == a.m) return {a.m, a.s + 1};  // also when both are the same infinity
+  return {a.m, a.s + std::exp(x - a.m)};
+}
+LogSumExp lse_merge(LogSumExp a, LogSumExp b) {
+  if (a.m == b.m) return {a.m, a.s + b.s};
+  if (a.m < b.m) std::swap(a, b);
+  return {a.m, a.s + b.s * std::exp(b.m - a.m)};
 }
 
 template <Reduction R>
 void types_reduce(TypeCtx& c) {
-  if constexpr (R == Reduction::max)
+  if constexpr (R == Reduction::max || R == Reduction::min)
     c.expect_one_of(0, {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::i8});
+  else if constexpr (R == Reduction::l2 || R == Reduction::log_sum || R == Reduction::log_sum_exp)
+    c.expect_float(0);
   else
     c.expect_one_of(0, {DType::f32, DType::f64, DType::i32, DType::i64});
   if (c.has(1)) c.expect_int_index(1);
@@ -142,38 +177,45 @@ void shapes_reduce(ShapeCtx& c) {
   c.out[0] = std::move(out);
 }
 
+// ReduceMax / ReduceMin: reduce straight into the output (NaN propagates, as in numpy's amax).
 template <Reduction R, class T>
-void reduce_typed(KernelCtx& c, const Walk& w) {
+void reduce_extreme(const T* x, T* y, int64_t n_out, const Walk& w) {
   constexpr bool is_max = R == Reduction::max;
-  using Acc = std::conditional_t<is_max, T,
-                                 std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
-  const int64_t n_out = c.out[0].numel();
-  T* y = c.out[0].data<T>();
-  if (n_out == 0) return;
-  SG_ASSERT(R != Reduction::mean || w.count > 0) << "shapes() lets no empty mean through";
-  Acc identity = 0;
-  if constexpr (is_max)
-    identity = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                    : std::numeric_limits<T>::lowest();
+  using L = std::numeric_limits<T>;
+  const T identity = L::has_infinity ? (is_max ? -L::infinity() : L::infinity())
+                                     : (is_max ? L::lowest() : L::max());
+  std::fill(y, y + n_out, identity);
+  auto pick = [](T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+      if (std::isnan(b)) return b;
+    return (is_max ? a < b : b < a) ? b : a;
+  };
+  reduce_walk(x, y, w, identity, pick, pick);
+}
+
+// The sums and ReduceProd: map each element, fold with + (or *), then finish.
+template <Reduction R, class T>
+void reduce_fold(const T* x, T* y, int64_t n_out, const Walk& w) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  constexpr bool is_prod = R == Reduction::prod;
+  auto merge = [](Acc a, Acc b) { return is_prod ? mul(a, b) : add(a, b); };
+  auto step = [merge](Acc a, T v) {
+    Acc e = static_cast<Acc>(v);
+    if constexpr (R == Reduction::l1) e = e < 0 ? mul(e, Acc(-1)) : e;
+    if constexpr (R == Reduction::l2 || R == Reduction::sum_square) e = mul(e, e);
+    return merge(a, e);
+  };
+  const Acc identity = is_prod ? 1 : 0;
   std::vector<Acc> acc(n_out, identity);
-  if constexpr (is_max) {
-    reduce_walk(c.in[0].data<T>(), acc.data(), w, identity, [](T a, T b) {
-      if constexpr (std::is_floating_point_v<T>)
-        if (std::isnan(b)) return b;  // NaN propagates, as in numpy's amax
-      return a < b ? b : a;
-    });
-  } else {
-    reduce_walk(c.in[0].data<T>(), acc.data(), w, identity, [](Acc a, auto b) -> Acc {
-      if constexpr (std::is_floating_point_v<T>)
-        return a + b;
-      else
-        return wrap_add(a, b);
-    });
-  }
+  reduce_walk(x, acc.data(), w, identity, step, merge);
   for (int64_t k = 0; k < n_out; ++k) {
     // Mean of integers truncates toward zero, like numpy's mean cast back to the input dtype.
     if constexpr (R == Reduction::mean)
       y[k] = static_cast<T>(acc[k] / static_cast<Acc>(w.count));
+    else if constexpr (R == Reduction::l2)
+      y[k] = static_cast<T>(std::sqrt(acc[k]));
+    else if constexpr (R == Reduction::log_sum)
+      y[k] = static_cast<T>(std::log(acc[k]));
     else
       y[k] = static_cast<T>(acc[k]);
   }
@@ -184,37 +226,45 @@ void run_reduce(KernelCtx& c) {
   const Tensor& x = c.in[0];
   const Walk w =
       make_walk(x.shape(), reduced_dims(c.attrs(), c.has(1) ? &c.in[1] : nullptr, x.rank()));
+  const int64_t n_out = c.out[0].numel();
+  if (n_out == 0) return;
+  SG_ASSERT(R != Reduction::mean || w.count > 0) << "shapes() lets no empty mean through";
   visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (!std::is_same_v<T, bool>) reduce_typed<R, T>(c, w);
+    const T* px = x.data<T>();
+    T* y = c.out[0].data<T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      SG_ASSERT(false) << "reduction of bool";
+    } else if constexpr (R == Reduction::max || R == Reduction::min) {
+      reduce_extreme<R>(px, y, n_out, w);
+    } else if constexpr (R == Reduction::log_sum_exp) {
+      std::vector<LogSumExp> acc(n_out);
+      reduce_walk(
+          px, acc.data(), w, LogSumExp{}, [](LogSumExp a, T v) { return lse_step(a, v); },
+          lse_merge);
+      for (int64_t k = 0; k < n_out; ++k) y[k] = static_cast<T>(acc[k].m + std::log(acc[k].s));
+    } else {
+      reduce_fold<R>(px, y, n_out, w);
+    }
   });
 }
 
+#define SG_REDUCE(Name, R)                                                                     \
+  extern const OpDef k##Name;                                                                  \
+  const OpDef k##Name {                                                                        \
+#Name, 1, 2, 1, 1, types_reduce < Reduction::R>, shapes_reduce, run_reduce < Reduction::R> \
+  }
+
 }  // namespace
 
-extern const OpDef kReduceSum, kReduceMean, kReduceMax;
-const OpDef kReduceSum{"ReduceSum",
-                       1,
-                       2,
-                       1,
-                       1,
-                       types_reduce<Reduction::sum>,
-                       shapes_reduce,
-                       run_reduce<Reduction::sum>};
-const OpDef kReduceMean{"ReduceMean",
-                        1,
-                        2,
-                        1,
-                        1,
-                        types_reduce<Reduction::mean>,
-                        shapes_reduce,
-                        run_reduce<Reduction::mean>};
-const OpDef kReduceMax{"ReduceMax",
-                       1,
-                       2,
-                       1,
-                       1,
-                       types_reduce<Reduction::max>,
-                       shapes_reduce,
-                       run_reduce<Reduction::max>};
+SG_REDUCE(ReduceSum, sum);
+SG_REDUCE(ReduceMean, mean);
+SG_REDUCE(ReduceMax, max);
+SG_REDUCE(ReduceMin, min);
+SG_REDUCE(ReduceProd, prod);
+SG_REDUCE(ReduceL1, l1);
+SG_REDUCE(ReduceL2, l2);
+SG_REDUCE(ReduceLogSum, log_sum);
+SG_REDUCE(ReduceLogSumExp, log_sum_exp);
+SG_REDUCE(ReduceSumSquare, sum_square);
 
 }  // namespace sgraph::ops

@@ -1,5 +1,6 @@
 // Elementwise unary ops: one table entry per op — its type rule and its scalar function.
 #include <cmath>
+#include <limits>
 
 #include "ops/op.h"
 
@@ -32,6 +33,20 @@ void map_numeric(KernelCtx& c, F f) {
   });
 }
 
+// y[i] = f(x[i]) -> bool for float inputs (IsNaN, IsInf).
+template <class F>
+void classify(KernelCtx& c, F f) {
+  visit_float(c.in[0].dtype(), [&]<class T>() {
+    const T* x = c.in[0].data<T>();
+    bool* y = c.out[0].data<bool>();
+    for (int64_t i = 0, n = c.in[0].numel(); i < n; ++i) y[i] = f(x[i]);
+  });
+}
+void types_classify(TypeCtx& c) {
+  c.expect_float(0);
+  c.out[0] = DType::boolean;
+}
+
 void types_numeric(TypeCtx& c) {
   c.expect_numeric(0);
   types_same_as_input0(c);
@@ -46,6 +61,34 @@ T sigmoid(T x) {
   if (x >= 0) return T(1) / (T(1) + std::exp(-x));
   const T e = std::exp(x);
   return e / (T(1) + e);
+}
+
+// log(1 + e^x) without overflow for large x.
+template <class T>
+T softplus(T x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+// x * HardSigmoid(x) with alpha 1/6, beta 1/2.
+template <class T>
+T hard_swish(T x) {
+  return x * std::max(T(0), std::min(T(1), x / 6 + T(0.5)));
+}
+
+// Rounds a finite value toward zero into an integer dtype, clamping to its range.
+template <class T>
+T saturate(double v) {
+  if (v <= static_cast<double>(std::numeric_limits<T>::lowest()))
+    return std::numeric_limits<T>::lowest();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
+// A float attribute that must be finite: a NaN or infinite one would poison every output.
+double finite_attr(const KernelCtx& c, std::string_view name, double dflt) {
+  const double v = c.attrs().get_float(name, dflt);
+  SG_CHECK(std::isfinite(v)) << "attribute '" << name << "' must be finite, got " << v;
+  return v;
 }
 
 #define SG_FLOAT_UNARY(Name, expr)                                       \
@@ -63,6 +106,25 @@ SG_FLOAT_UNARY(Log, std::log(x));
 SG_FLOAT_UNARY(Erf, std::erf(x));
 SG_FLOAT_UNARY(Tanh, std::tanh(x));
 SG_FLOAT_UNARY(Sigmoid, sigmoid(x));
+SG_FLOAT_UNARY(Acos, std::acos(x));
+SG_FLOAT_UNARY(Acosh, std::acosh(x));
+SG_FLOAT_UNARY(Asin, std::asin(x));
+SG_FLOAT_UNARY(Asinh, std::asinh(x));
+SG_FLOAT_UNARY(Atan, std::atan(x));
+SG_FLOAT_UNARY(Atanh, std::atanh(x));
+SG_FLOAT_UNARY(Cos, std::cos(x));
+SG_FLOAT_UNARY(Cosh, std::cosh(x));
+SG_FLOAT_UNARY(Sin, std::sin(x));
+SG_FLOAT_UNARY(Sinh, std::sinh(x));
+SG_FLOAT_UNARY(Tan, std::tan(x));
+SG_FLOAT_UNARY(Ceil, std::ceil(x));
+SG_FLOAT_UNARY(Floor, std::floor(x));
+SG_FLOAT_UNARY(Round, std::nearbyint(x));  // halves to even (the default rounding mode)
+SG_FLOAT_UNARY(Reciprocal, 1 / x);
+SG_FLOAT_UNARY(Softplus, softplus(x));
+SG_FLOAT_UNARY(Softsign, x / (1 + std::abs(x)));
+SG_FLOAT_UNARY(Mish, std::tanh(softplus(x)) * x);
+SG_FLOAT_UNARY(HardSwish, hard_swish(x));
 
 extern const OpDef kNeg;
 const OpDef kNeg{"Neg", 1, 1, 1, 1, types_signed, shapes_same_as_input0, [](KernelCtx& c) {
@@ -99,6 +161,80 @@ const OpDef kHardSigmoid{
         return std::max(T(0), std::min(T(1), v));
       });
     }};
+
+// Sign: -1, 0 or 1 in the input's dtype; NaN stays NaN.
+extern const OpDef kSign;
+const OpDef kSign{"Sign", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
+                    map_numeric(c, [](auto x) -> decltype(x) {
+                      using T = decltype(x);
+                      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+                    });
+                  }};
+
+extern const OpDef kElu;
+const OpDef kElu{"Elu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+                   const double alpha = finite_attr(c, "alpha", 1.0);
+                   map_float(c, [alpha](auto x) -> decltype(x) {
+                     return x < 0 ? static_cast<decltype(x)>(alpha * std::expm1(x)) : x;
+                   });
+                 }};
+
+// Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+extern const OpDef kCelu;
+const OpDef kCelu{"Celu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+                    const double alpha = finite_attr(c, "alpha", 1.0);
+                    SG_CHECK(alpha != 0) << "Celu's alpha must not be 0";
+                    map_float(c, [alpha](auto x) -> decltype(x) {
+                      return x < 0 ? static_cast<decltype(x)>(alpha * std::expm1(x / alpha)) : x;
+                    });
+                  }};
+
+// Selu: gamma * (x > 0 ? x : alpha * (exp(x) - 1)), defaults from the ONNX spec.
+extern const OpDef kSelu;
+const OpDef kSelu{"Selu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+                    const double alpha = finite_attr(c, "alpha", 1.67326319217681884765625);
+                    const double gamma = finite_attr(c, "gamma", 1.05070102214813232421875);
+                    map_float(c, [=](auto x) -> decltype(x) {
+                      const double v = x > 0 ? double(x) : alpha * std::expm1(double(x));
+                      return static_cast<decltype(x)>(gamma * v);
+                    });
+                  }};
+
+extern const OpDef kThresholdedRelu;
+const OpDef kThresholdedRelu{
+    "ThresholdedRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+      const double alpha = finite_attr(c, "alpha", 1.0);
+      map_float(c, [alpha](auto x) -> decltype(x) { return x > alpha ? x : 0; });
+    }};
+
+// Shrink: x + bias below -lambd, x - bias above lambd, else 0. Integer results round toward zero
+// and saturate.
+extern const OpDef kShrink;
+const OpDef kShrink{"Shrink", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
+                      const double lambd = finite_attr(c, "lambd", 0.5),
+                                   bias = finite_attr(c, "bias", 0.0);
+                      map_numeric(c, [=](auto x) -> decltype(x) {
+                        using T = decltype(x);
+                        const double v = static_cast<double>(x);
+                        const double r = v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0);
+                        if constexpr (std::is_floating_point_v<T>)
+                          return static_cast<T>(r);
+                        else
+                          return saturate<T>(r);
+                      });
+                    }};
+
+// IsNaN, IsInf: float in, bool out. IsInf's detect_negative / detect_positive (default 1) choose
+// which infinities count.
+extern const OpDef kIsNaN, kIsInf;
+const OpDef kIsNaN{"IsNaN", 1, 1, 1, 1, types_classify, shapes_same_as_input0, [](KernelCtx& c) {
+                     classify(c, [](auto x) { return std::isnan(x); });
+                   }};
+const OpDef kIsInf{"IsInf", 1, 1, 1, 1, types_classify, shapes_same_as_input0, [](KernelCtx& c) {
+                     const bool neg = c.attrs().get_int("detect_negative", 1) != 0;
+                     const bool pos = c.attrs().get_int("detect_positive", 1) != 0;
+                     classify(c, [=](auto x) { return std::isinf(x) && (x < 0 ? neg : pos); });
+                   }};
 
 extern const OpDef kNot;
 const OpDef kNot{"Not",
