@@ -138,4 +138,7 @@ void for_each_broadcast(const Shape& out_shape, const std::array<Shape, N>& in_s
   }
 }
 
+// Whether the JIT can fuse `op` into a region (src/ops/compilable.cpp, the one place deciding it).
+bool is_compilable(OpKind op);
+
 }  // namespace sgraph::ops
