@@ -45,7 +45,8 @@ int64_t Args::integer(std::string_view name, int64_t dflt, int64_t min) const {
 }
 
 Args parse_args(std::string command, const std::vector<std::string>& argv,
-                const std::vector<std::string_view>& accepted) {
+                const std::vector<std::string_view>& accepted,
+                const std::vector<std::string_view>& flags) {
   Args args;
   args.command = std::move(command);
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -56,6 +57,11 @@ Args parse_args(std::string command, const std::vector<std::string>& argv,
     }
     const size_t eq = a.find('=');
     const std::string name = a.substr(0, eq);
+    if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
+      if (eq != std::string::npos) throw UsageError(args.command + ": " + name + " takes no value");
+      args.options.emplace_back(name, "");
+      continue;
+    }
     if (std::find(accepted.begin(), accepted.end(), name) == accepted.end())
       throw UsageError(args.command + ": unknown option '" + name + "'");
     if (eq != std::string::npos) {

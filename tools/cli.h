@@ -32,9 +32,11 @@ struct Args {
   int64_t integer(std::string_view name, int64_t dflt, int64_t min) const;
 };
 
-// `accepted` lists the option names (e.g. "--iters") the command takes, all with a value.
+// `accepted` lists the option names (e.g. "--iters") the command takes with a value, `flags`
+// those it takes without one (recorded with an empty value).
 Args parse_args(std::string command, const std::vector<std::string>& argv,
-                const std::vector<std::string_view>& accepted);
+                const std::vector<std::string_view>& accepted,
+                const std::vector<std::string_view>& flags = {});
 
 // "2x3x224x224" -> {2, 3, 224, 224}; "" is a scalar. Throws UsageError naming `what` otherwise.
 Shape parse_shape(const std::string& text, const std::string& what);

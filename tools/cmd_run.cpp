@@ -1,9 +1,14 @@
-// `sgraph run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]`: runs a model on
-// inputs read from .pb files or made up at random, prints the outputs and how long runs took.
+// `sgraph run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
+//              [--warmup N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]`:
+// runs a model on inputs read from .pb files or made up at random, prints the outputs and how
+// long runs took. --shapes gives per-run shapes that cycle (run k uses the k-th entry of each
+// input, modulo its count), so warm-up runs can see shapes change; --report prints what the
+// warm-up decided (stable and changed ops, regions), --json and --dot write it to files.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,11 +59,44 @@ Tensor make_input(const ValueInfo& v, const std::string* given, std::mt19937& rn
   return random_tensor(v.dtype, std::move(shape), rng);
 }
 
+// --shapes "x=1x8;x=1x17;mask=1x8": per input, the shapes of successive runs.
+std::map<std::string, std::vector<Shape>> parse_shape_schedule(const std::string& text) {
+  std::map<std::string, std::vector<Shape>> schedule;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(';', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    if (!item.empty()) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw UsageError("run: --shapes wants NAME=SHAPE;NAME=SHAPE;..., got '" + item + "'");
+      schedule[item.substr(0, eq)].push_back(parse_shape(item.substr(eq + 1), "--shapes " + item));
+    }
+    start = end + 1;
+  }
+  if (schedule.empty()) throw UsageError("run: --shapes is empty");
+  return schedule;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  SG_CHECK(out) << path << ": cannot write file";
+  out << text;
+  SG_CHECK(out.good()) << path << ": write failed";
+}
+
 }  // namespace
 
 int cmd_run(const Args& args) {
   if (args.positional.size() != 1) throw UsageError("run: expected one MODEL");
-  const int64_t iters = args.integer("--iters", 1, 1);
+  SessionOptions options;
+  options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
+  const bool report = !args.all("--report").empty();
+  const std::vector<std::string> json = args.all("--json"), dot = args.all("--dot");
+  const bool wants_plan = report || !json.empty() || !dot.empty() || !args.all("--warmup").empty();
+  // With a report asked for, run at least until the warm-up is done.
+  const int64_t iters =
+      std::max(args.integer("--iters", 1, 1), wants_plan ? int64_t{options.warmup_runs} : 1);
   std::map<std::string, std::string> given;  // input name -> FILE.pb or SHAPE
   for (const std::string& spec : args.all("--input")) {
     const size_t eq = spec.find('=');
@@ -67,32 +105,46 @@ int cmd_run(const Args& args) {
     if (!given.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
       throw UsageError("run: input '" + spec.substr(0, eq) + "' is given twice");
   }
+  std::map<std::string, std::vector<Shape>> schedule;
+  for (const std::string& text : args.all("--shapes")) schedule = parse_shape_schedule(text);
 
-  Session session(load_model(args.positional[0]));
+  Session session(load_model(args.positional[0]), options);
   const Graph& g = session.graph();
-  for (const auto& [name, value] : given) {
+  auto check_name = [&](const std::string& name, const std::string& flag) {
     const ValueId id = g.find_value(name);
     SG_CHECK(id != kNoValue && std::find(g.inputs.begin(), g.inputs.end(), id) != g.inputs.end())
-        << "--input " << name << "=" << value << ": the model has no input named '" << name
-        << "' (its inputs: " << input_names(g) << ")";
-  }
+        << flag << ": the model has no input named '" << name << "' (its inputs: " << input_names(g)
+        << ")";
+  };
+  for (const auto& [name, value] : given) check_name(name, "--input " + name + "=" + value);
+  for (const auto& [name, shapes] : schedule) check_name(name, "--shapes");
   std::mt19937 rng(0);
   std::vector<Tensor> inputs;
   std::vector<std::string> from(g.inputs.size());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const ValueInfo& v = g.value(g.inputs[i]);
+    if (schedule.count(v.name)) {  // made for each run below
+      inputs.emplace_back();
+      from[i] = "random, shapes from --shapes";
+      continue;
+    }
     auto it = given.find(v.name);
     inputs.push_back(make_input(v, it == given.end() ? nullptr : &it->second, rng, from[i]));
   }
   std::printf("inputs:\n");
   for (size_t i = 0; i < inputs.size(); ++i)
     std::printf("  %-20s %s (%s)\n", g.value(g.inputs[i]).name.c_str(),
-                to_string(inputs[i], 4).c_str(), from[i].c_str());
+                inputs[i].defined() ? to_string(inputs[i], 4).c_str() : "", from[i].c_str());
   std::fflush(stdout);  // before any error the run reports on stderr
 
   std::vector<double> ms;
   std::vector<Tensor> outputs;
-  for (int64_t i = 0; i < iters; ++i) {
+  for (int64_t k = 0; k < iters; ++k) {
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const ValueInfo& v = g.value(g.inputs[i]);
+      if (auto it = schedule.find(v.name); it != schedule.end())
+        inputs[i] = random_tensor(v.dtype, it->second[k % it->second.size()], rng);
+    }
     const auto start = std::chrono::steady_clock::now();
     outputs = session.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -112,6 +164,10 @@ int cmd_run(const Args& args) {
   } else {
     std::printf(" (--iters N for the median and min of later runs)\n");
   }
+  const Report rep = session.report();
+  if (report) std::printf("\n%s", rep.to_text().c_str());
+  for (const std::string& path : json) write_file(path, rep.to_json());
+  for (const std::string& path : dot) write_file(path, rep.to_dot());
   return 0;
 }
 

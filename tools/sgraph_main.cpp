@@ -1,6 +1,7 @@
 // The `sgraph` command-line program: dispatch and usage. Each command is in cmd_<name>.cpp.
 //   sgraph check DIR... [--rtol R] [--atol A]   run ONNX backend-test folders against references
-//   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N]
+//   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N]
+//              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]
 //   sgraph info MODEL                           inputs, outputs, constants, op histogram
 //   sgraph demo [--iters N]                     the bundled example model, outputs, per-op times
 //   sgraph version                              versions of sgraph and LLVM, and the host CPU
@@ -26,8 +27,12 @@ commands:
       output_<j>.pb), or folders holding such folders, and compare every data set's outputs
       with its references (defaults: rtol 1e-3, atol 1e-4). Exits 1 if any fails.
   run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
+            [--warmup N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]
       Run an ONNX model on inputs from .pb files or random ones of a SHAPE such as 2x3x224x224
       (inputs not given need a fully static declared shape); print outputs and run times.
+      --warmup N: profiled warm-up runs before planning (default 3); --shapes: per-run input
+      shapes, cycling, so warm-up sees shapes change; --report: print stable/changed ops and
+      regions; --json/--dot FILE: write that report as JSON / Graphviz DOT.
   info MODEL
       Graph name, opset, producer, inputs and outputs, node and constant counts, op histogram.
   demo [--iters N]
@@ -53,12 +58,16 @@ int help(const Args&) {
 struct Command {
   const char* name;
   int (*run)(const Args&);
-  std::vector<std::string_view> options;
+  std::vector<std::string_view> options;  // take a value
+  std::vector<std::string_view> flags = {};
 };
 
 const Command kCommands[] = {
     {"check", cmd_check, {"--rtol", "--atol"}},
-    {"run", cmd_run, {"--input", "--iters"}},
+    {"run",
+     cmd_run,
+     {"--input", "--iters", "--warmup", "--shapes", "--json", "--dot"},
+     {"--report"}},
     {"info", cmd_info, {}},
     {"demo", cmd_demo, {"--iters"}},
     {"version", version, {}},
@@ -70,7 +79,7 @@ int dispatch(const std::vector<std::string>& argv) {
   for (const Command& c : kCommands) {
     if (argv[0] != c.name) continue;
     const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    return c.run(parse_args(c.name, rest, c.options));
+    return c.run(parse_args(c.name, rest, c.options, c.flags));
   }
   if (argv[0] == "--help" || argv[0] == "-h") return help(Args{});
   throw UsageError("unknown command '" + argv[0] + "'");

@@ -1,7 +1,10 @@
 // sgraph/session.h — runs a graph.
 //
-// A Session owns a verified graph and runs it on inputs. Today it interprets every op; the
-// profile-guided pipeline (warm-up, shape tracking, regions, JIT) plugs in behind this same API.
+// A Session owns a verified graph and runs it. Its first `warmup_runs` calls interpret the graph
+// while recording every op's shapes and cost; after the last of them it plans: ops whose shapes
+// never changed are stable, and connected stable compilable ops are grouped into regions (the
+// JIT, next, compiles one fused kernel per region). report() says what was decided and why.
+// One thread at a time per Session.
 #pragma once
 
 #include <map>
@@ -10,13 +13,14 @@
 #include <vector>
 
 #include "sgraph/graph.h"
+#include "sgraph/report.h"
 
 namespace sgraph {
 
 struct SessionOptions {
-  int warmup_runs = 3;     // interpreted, profiled runs before planning
-  int min_region_ops = 2;  // smallest region worth compiling
-  bool interpret_only = false;
+  int warmup_runs = 3;          // interpreted, profiled runs before planning
+  int min_region_ops = 2;       // smallest region worth compiling
+  bool interpret_only = false;  // no profiling, no planning: every run interprets
 };
 
 struct OpTime {
@@ -42,6 +46,10 @@ class Session {
   const SessionOptions& options() const;
   // Per-op wall time of the most recent run, in execution order.
   const std::vector<OpTime>& last_op_times() const;
+  // True once the warm-up runs are done and regions are planned.
+  bool planned() const;
+  // Stability, regions and profile per op (regions only once planned).
+  Report report() const;
 
  private:
   struct Impl;

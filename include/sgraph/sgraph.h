@@ -20,5 +20,6 @@
 #include "sgraph/graph.h"
 #include "sgraph/onnx.h"
 #include "sgraph/op_list.h"
+#include "sgraph/report.h"
 #include "sgraph/session.h"
 #include "sgraph/tensor.h"

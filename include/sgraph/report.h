@@ -1,0 +1,49 @@
+// sgraph/report.h — what profiling and planning decided, and why.
+//
+// Per op: stable or changed (at which warm-up run, and what changed), the region it joined or the
+// reason it did not, and its profile. Per region: its ops, boundary values and the profiled time
+// of its ops. As a text table, JSON, or Graphviz DOT (regions as clusters, changed ops marked).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sgraph/op_list.h"
+
+namespace sgraph {
+
+struct OpReport {
+  std::string node;
+  OpKind op;
+  bool stable = true;
+  int changed_at_run = 0;  // 0 when stable
+  std::string change;      // what changed, e.g. "input 0 'x': [2,8] -> [5,8]"
+  int region = -1;         // region id, or -1
+  std::string reason;      // why not in a region: changed, not compilable, ...
+  int64_t median_ns = 0;   // interpreted, over the warm-up runs
+  int64_t bytes_read = 0, bytes_written = 0;
+  int allocations = 0;
+  std::vector<std::string> inputs, outputs;  // value names, for the DOT graph
+};
+
+struct RegionReport {
+  int id = 0;
+  std::vector<std::string> nodes;
+  std::vector<std::string> inputs, outputs;  // boundary values
+  int64_t profiled_ns = 0;                   // sum of its ops' median interpreted time
+};
+
+struct Report {
+  std::string graph;
+  int warmup_runs = 0;  // completed
+  bool planned = false;
+  std::vector<OpReport> ops;
+  std::vector<RegionReport> regions;
+
+  std::string to_text() const;
+  std::string to_json() const;
+  std::string to_dot() const;
+};
+
+}  // namespace sgraph

@@ -1,0 +1,138 @@
+// Report rendering: text table, JSON (nlohmann/json) and Graphviz DOT.
+#include "sgraph/report.h"
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sgraph/graph.h"
+
+namespace sgraph {
+
+namespace {
+std::string us(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(ns) / 1e3);
+  return buf;
+}
+std::string join(const std::vector<std::string>& xs) {
+  std::string s;
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i];
+  return s;
+}
+std::string dot_escape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r;
+}
+}  // namespace
+
+std::string Report::to_text() const {
+  std::ostringstream os;
+  int stable = 0, in_region = 0;
+  for (const OpReport& o : ops) {
+    stable += o.stable;
+    in_region += o.region >= 0;
+  }
+  os << "graph " << graph << ": " << ops.size() << " ops after " << warmup_runs
+     << " warm-up runs: " << stable << " stable, " << ops.size() - stable << " changed; "
+     << regions.size() << " regions covering " << in_region << " ops"
+     << (planned ? "" : " (not planned yet)") << "\n\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-28s %-18s %-8s %-7s %-22s %10s\n", "node", "op", "shapes",
+                "region", "why not in a region", "median us");
+  os << line;
+  for (const OpReport& o : ops) {
+    const std::string shapes = o.stable ? "stable" : "run " + std::to_string(o.changed_at_run);
+    std::snprintf(line, sizeof line, "%-28s %-18s %-8s %-7s %-22s %10s\n", o.node.c_str(),
+                  std::string(op_name(o.op)).c_str(), shapes.c_str(),
+                  o.region >= 0 ? std::to_string(o.region).c_str() : "-", o.reason.c_str(),
+                  us(o.median_ns).c_str());
+    os << line;
+  }
+  bool any_change = false;
+  for (const OpReport& o : ops)
+    if (!o.stable) {
+      if (!any_change) os << "\nchanged ops:\n";
+      any_change = true;
+      os << "  " << o.node << " (run " << o.changed_at_run << "): " << o.change << "\n";
+    }
+  for (const RegionReport& r : regions) {
+    os << "\nregion " << r.id << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns)
+       << " us interpreted\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
+       << "\n  outputs: " << join(r.outputs) << "\n";
+  }
+  return os.str();
+}
+
+std::string Report::to_json() const {
+  nlohmann::ordered_json j;
+  j["graph"] = graph;
+  j["warmup_runs"] = warmup_runs;
+  j["planned"] = planned;
+  j["ops"] = nlohmann::ordered_json::array();
+  for (const OpReport& o : ops) {
+    nlohmann::ordered_json e;
+    e["node"] = o.node;
+    e["op"] = std::string(op_name(o.op));
+    e["stable"] = o.stable;
+    if (!o.stable) {
+      e["changed_at_run"] = o.changed_at_run;
+      e["change"] = o.change;
+    }
+    e["region"] = o.region >= 0 ? nlohmann::ordered_json(o.region) : nlohmann::ordered_json();
+    if (o.region < 0) e["reason"] = o.reason;
+    e["median_ns"] = o.median_ns;
+    e["bytes_read"] = o.bytes_read;
+    e["bytes_written"] = o.bytes_written;
+    e["allocations"] = o.allocations;
+    j["ops"].push_back(std::move(e));
+  }
+  j["regions"] = nlohmann::ordered_json::array();
+  for (const RegionReport& r : regions)
+    j["regions"].push_back({{"id", r.id},
+                            {"nodes", r.nodes},
+                            {"inputs", r.inputs},
+                            {"outputs", r.outputs},
+                            {"profiled_ns", r.profiled_ns}});
+  return j.dump(2) + "\n";
+}
+
+// Ops are boxes (changed ones red, ops outside regions grey), data edges connect producers to
+// consumers, and each region is a cluster.
+std::string Report::to_dot() const {
+  std::ostringstream os;
+  os << "digraph \"" << dot_escape(graph) << "\" {\n  rankdir=TB;\n  node [shape=box, "
+     << "style=filled, fontname=\"Helvetica\"];\n";
+  std::map<std::string, size_t> producer;  // value name -> op index
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const std::string& v : ops[i].outputs) producer[v] = i;
+  auto node_line = [&](size_t i, const char* indent) {
+    const OpReport& o = ops[i];
+    const char* color = !o.stable ? "#f4a6a6" : (o.region >= 0 ? "#b7e1b0" : "#dddddd");
+    os << indent << "n" << i << " [label=\"" << dot_escape(o.node) << "\\n"
+       << op_name(o.op) << (o.stable ? "" : "\\nchanged at run " + std::to_string(o.changed_at_run))
+       << "\", fillcolor=\"" << color << "\"];\n";
+  };
+  for (const RegionReport& r : regions) {
+    os << "  subgraph cluster_" << r.id << " {\n    label=\"region " << r.id << " ("
+       << us(r.profiled_ns) << " us)\";\n    style=rounded;\n";
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].region == r.id) node_line(i, "    ");
+    os << "  }\n";
+  }
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].region < 0) node_line(i, "  ");
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const std::string& v : ops[i].inputs)
+      if (auto it = producer.find(v); it != producer.end())
+        os << "  n" << it->second << " -> n" << i << ";\n";
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace sgraph
