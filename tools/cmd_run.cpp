@@ -59,12 +59,12 @@ Tensor make_input(const ValueInfo& v, const std::string* given, std::mt19937& rn
   return random_tensor(v.dtype, std::move(shape), rng);
 }
 
-// --shapes "x=1x8;x=1x17;mask=1x8": per input, the shapes of successive runs.
+// --shapes "x=1x8;x=1x17;mask=1x8" (or with commas): per input, the shapes of successive runs.
 std::map<std::string, std::vector<Shape>> parse_shape_schedule(const std::string& text) {
   std::map<std::string, std::vector<Shape>> schedule;
   size_t start = 0;
   while (start <= text.size()) {
-    const size_t end = std::min(text.find(';', start), text.size());
+    const size_t end = std::min(text.find_first_of(";,", start), text.size());
     const std::string item = text.substr(start, end - start);
     if (!item.empty()) {
       const size_t eq = item.find('=');

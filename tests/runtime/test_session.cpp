@@ -1,0 +1,135 @@
+// Session: warm-up, classification, planning and the report, end to end.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "onnx/backend_test.h"
+#include "test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::test;
+
+namespace {
+
+// x[batch,4] -> MatMul(x, Mul(Transpose(w), 2)) -> Add(b) -> Relu -> y. The weight branch
+// (Transpose, Mul) only ever sees constant shapes.
+Graph mlp() {
+  GraphBuilder b("mlp");
+  ValueId x = b.input("x", DType::f32, {Dim("batch"), 4});
+  ValueId w = b.constant("w", random_f32({3, 4}, 1));
+  ValueId wt = b.node(OpKind::Transpose, {w}, {}, 1, "w_t")[0];
+  ValueId w2 = b.node(OpKind::Mul, {wt, b.scalar(2.0f)}, {}, 1, "w_scaled")[0];
+  ValueId h = b.node(OpKind::MatMul, {x, w2}, {}, 1, "fc")[0];
+  ValueId y = b.node(OpKind::Add, {h, b.constant("b", random_f32({3}, 2))}, {}, 1, "bias")[0];
+  b.output(b.node(OpKind::Relu, {y}, {}, 1, "act")[0], "y");
+  return b.build();
+}
+
+const OpReport& op(const Report& r, const std::string& node) {
+  for (const OpReport& o : r.ops)
+    if (o.node == node) return o;
+  FAIL("no op " << node);
+  return r.ops.front();
+}
+
+}  // namespace
+
+TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops form a region") {
+  Session s(mlp(), SessionOptions{.warmup_runs = 3});
+  CHECK_FALSE(s.planned());
+  for (int64_t batch : {2, 2, 5}) s.run({random_f32({batch, 4}, 10)});
+  REQUIRE(s.planned());
+  const Report r = s.report();
+  CHECK(r.warmup_runs == 3);
+  for (const char* n : {"fc", "bias", "y"}) {
+    CAPTURE(n);
+    CHECK_FALSE(op(r, n).stable);
+    CHECK(op(r, n).changed_at_run == 3);
+    CHECK(op(r, n).reason == "changed");
+  }
+  CHECK(contains(op(r, "fc").change, "input 0 'x': [2,4] -> [5,4]"));
+  CHECK(op(r, "w_t").stable);
+  CHECK(op(r, "w_scaled").stable);
+  REQUIRE(r.regions.size() == 1);
+  CHECK(r.regions[0].nodes == std::vector<std::string>{"w_t", "w_scaled"});
+  CHECK(r.regions[0].outputs == std::vector<std::string>{"w_scaled"});
+  CHECK(op(r, "w_t").region == 0);
+  // Runs after planning still give correct results (interpreted until the JIT lands).
+  const Tensor x = random_f32({7, 4}, 11);
+  Session ref(mlp(), SessionOptions{.interpret_only = true});
+  check_tensors_close(s.run({x})[0], ref.run({x})[0]);
+  CHECK_FALSE(ref.planned());
+}
+
+TEST_CASE("Session: the same shapes every run leave every op stable, in one region") {
+  Session s(mlp(), SessionOptions{.warmup_runs = 2});
+  s.run({random_f32({3, 4}, 1)});
+  s.run({random_f32({3, 4}, 2)});
+  const Report r = s.report();
+  REQUIRE(r.regions.size() == 1);
+  CHECK(r.regions[0].nodes.size() == 5);
+  std::vector<std::string> inputs = r.regions[0].inputs;
+  std::sort(inputs.begin(), inputs.end());
+  CHECK(inputs == std::vector<std::string>{"b", "const_0", "w", "x"});
+  CHECK(r.regions[0].outputs == std::vector<std::string>{"y"});
+  for (const OpReport& o : r.ops) CHECK(o.stable);
+}
+
+TEST_CASE("Session: the encoder block with a changing sequence length") {
+  const std::string dir = SGRAPH_SOURCE_DIR "/examples/models/tiny_encoder_block";
+  const std::vector<std::string> sets = data_sets(dir);
+  REQUIRE(sets.size() == 5);
+  // Data sets 1 and 2 share batch 2; their sequence lengths are 8 and 17.
+  Session s(load_onnx(dir + "/model.onnx"));
+  for (int k : {1, 1, 2}) {
+    const std::vector<Tensor> out = s.run(load_inputs(sets[k]));
+    CHECK(compare_tensors(out[0], load_tensor_pb(sets[k] + "/output_0.pb"), Tolerance{}).ok);
+  }
+  const Report r = s.report();
+  int changed = 0;
+  for (const OpReport& o : r.ops) {
+    if (o.stable) continue;
+    ++changed;
+    CHECK(o.changed_at_run == 3);
+    CHECK(contains(o.change, "17"));
+  }
+  CHECK(changed == static_cast<int>(r.ops.size()));  // every op depends on the sequence
+  CHECK(r.regions.empty());
+  CHECK(contains(r.to_text(), "0 stable, 54 changed; 0 regions"));
+}
+
+TEST_CASE("Report: JSON and DOT carry the same decisions") {
+  Session s(mlp(), SessionOptions{.warmup_runs = 2});
+  for (int64_t batch : {2, 5}) s.run({random_f32({batch, 4}, 3)});
+  const Report r = s.report();
+  const auto j = nlohmann::json::parse(r.to_json());
+  CHECK(j["graph"] == "mlp");
+  CHECK(j["planned"] == true);
+  REQUIRE(j["ops"].size() == r.ops.size());
+  for (const auto& o : j["ops"]) {
+    if (o["node"] == "fc") {
+      CHECK(o["stable"] == false);
+      CHECK(o["changed_at_run"] == 2);
+      CHECK(o["reason"] == "changed");
+      CHECK(o["region"].is_null());
+    }
+    if (o["node"] == "w_t") CHECK(o["region"] == 0);
+  }
+  CHECK(j["regions"][0]["nodes"].size() == 2);
+  const std::string dot = r.to_dot();
+  CHECK(contains(dot, "subgraph cluster_0 {"));
+  CHECK(contains(dot, "changed at run 2"));
+  CHECK(contains(dot, "fillcolor=\"#f4a6a6\""));  // changed ops are marked
+  CHECK(dot.back() == '\n');
+}
+
+TEST_CASE("Session: option errors and the report before planning") {
+  CHECK(contains(error_of([] { Session(mlp(), SessionOptions{.warmup_runs = 0}); }),
+                 "warmup_runs must be at least 1"));
+  Session s(mlp());
+  s.run({random_f32({1, 4}, 1)});
+  const Report r = s.report();
+  CHECK_FALSE(r.planned);
+  CHECK(r.warmup_runs == 1);
+  CHECK(r.regions.empty());
+  CHECK(contains(r.to_text(), "(not planned yet)"));
+}
