@@ -263,6 +263,13 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
     auto emit1 = [&](OpKind op, std::vector<ValueId> ins, Attributes a) {
       return emit(s, op, std::move(ins), std::move(a), outputs, name);
     };
+    // The adapters below read input 0 and write one output before any op checks the node.
+    auto input0 = [&] {
+      SG_CHECK(!inputs.empty() && inputs[0] != kNoValue && outputs.size() == 1)
+          << type << " needs input 0 and one output, got " << np.input_size() << " inputs and "
+          << outputs.size() << " outputs";
+      return inputs[0];
+    };
 
     if (type == "Constant") {
       SG_CHECK(outputs.size() == 1) << "Constant must have one output";
@@ -294,12 +301,12 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
         SG_CHECK(mode.defined() && mode.numel() == 1 && mode.at_double(0) == 0)
             << "Dropout in training mode is not supported (only the inference form)";
       }
-      emit1(OpKind::Identity, {inputs.at(0)}, {});
+      emit1(OpKind::Identity, {input0()}, {});
       return;
     }
     if ((type == "Softmax" || type == "LogSoftmax") && opset_ < 13) {
       // Before opset 13 the input is coerced to 2-D at `axis` (default 1).
-      const ValueId x = inputs.at(0);
+      const ValueId x = input0();
       const ValueId shape = emit(s, OpKind::Shape, {x}, {}, {name + "/shape"}, name + "/shape")[0];
       const ValueId flat = emit(s, OpKind::Flatten, {x}, {{"axis", attrs.get_int("axis", 1)}},
                                 {name + "/flat"}, name + "/flat")[0];
@@ -309,11 +316,11 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
       return;
     }
     if (type == "Clip" && opset_ < 11) {  // Clip-6: bounds are attributes
-      const DType t = s.g.values[inputs.at(0)].dtype;
+      const DType t = s.g.values[input0()].dtype;
       const double inf = std::numeric_limits<double>::infinity();
       const ValueId lo = constant(s, name + "/min", scalar_like(t, attrs.get_float("min", -inf)));
       const ValueId hi = constant(s, name + "/max", scalar_like(t, attrs.get_float("max", inf)));
-      emit1(OpKind::Clip, {inputs.at(0), lo, hi}, {});
+      emit1(OpKind::Clip, {input0(), lo, hi}, {});
       return;
     }
     if (type == "Upsample" || (type == "Resize" && opset_ < 11)) {
@@ -325,7 +332,7 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
         for (double x : attrs.get_floats("scales")) v.push_back(static_cast<float>(x));
         scales = constant(s, name + "/scales", Tensor::from<float>({int64_t(v.size())}, v));
       }
-      emit1(OpKind::Resize, {inputs.at(0), kNoValue, scales},
+      emit1(OpKind::Resize, {input0(), kNoValue, scales},
             {{"mode", attrs.get_string("mode", "nearest")},
              {"coordinate_transformation_mode", std::string("asymmetric")},
              {"nearest_mode", std::string("floor")}});

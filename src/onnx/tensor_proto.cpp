@@ -10,15 +10,20 @@
 namespace sgraph::onnx_import {
 
 namespace {
+// Checks the field holds `count` values before allocating, so corrupt dims cannot ask for
+// terabytes.
 template <class Field>
-void fill_from(Tensor& out, const Field& field, const std::string& what, const char* field_name) {
-  SG_CHECK(static_cast<int64_t>(field.size()) == out.numel())
+Tensor from_field(DType t, Shape shape, int64_t count, const Field& field, const std::string& what,
+                  const char* field_name) {
+  SG_CHECK(static_cast<int64_t>(field.size()) == count)
       << what << " has " << field.size() << " values in " << field_name << " but its dims "
-      << shape_str(out.shape()) << " need " << out.numel();
-  visit_dtype(out.dtype(), [&]<class T>() {
+      << shape_str(shape) << " need " << count;
+  Tensor out(t, std::move(shape));
+  visit_dtype(t, [&]<class T>() {
     T* d = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) d[i] = static_cast<T>(field[static_cast<int>(i)]);
+    for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(field[static_cast<int>(i)]);
   });
+  return out;
 }
 }  // namespace
 
@@ -33,30 +38,31 @@ Tensor tensor_from_proto(const onnx::TensorProto& p) {
     throw Error(what + ": " + e.message());
   }
   Shape shape(p.dims().begin(), p.dims().end());
-  for (int64_t d : shape) SG_CHECK(d >= 0) << what << " has a negative dimension " << d;
-  Tensor out(t, shape);
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    SG_CHECK(d >= 0) << what << " has a negative dimension " << d;
+    SG_CHECK(!__builtin_mul_overflow(count, d, &count))
+        << what << " has dims " << shape_str(shape) << ": too many elements";
+  }
   if (p.has_raw_data()) {
-    SG_CHECK(p.raw_data().size() == out.nbytes())
-        << what << " has " << p.raw_data().size() << " bytes of data but its dims "
-        << shape_str(shape) << " need " << out.nbytes();
-    std::memcpy(out.raw_data(), p.raw_data().data(), out.nbytes());  // little-endian host
+    const size_t bytes = p.raw_data().size(), size = dtype_size(t);
+    SG_CHECK(bytes % size == 0 && static_cast<int64_t>(bytes / size) == count)
+        << what << " has " << bytes << " bytes of data but its dims " << shape_str(shape)
+        << " need " << count << " values of " << size << " bytes";
+    Tensor out(t, std::move(shape));
+    std::memcpy(out.raw_data(), p.raw_data().data(), bytes);  // little-endian host
     return out;
   }
   switch (t) {
     case DType::f32:
-      fill_from(out, p.float_data(), what, "float_data");
-      break;
+      return from_field(t, std::move(shape), count, p.float_data(), what, "float_data");
     case DType::f64:
-      fill_from(out, p.double_data(), what, "double_data");
-      break;
+      return from_field(t, std::move(shape), count, p.double_data(), what, "double_data");
     case DType::i64:
-      fill_from(out, p.int64_data(), what, "int64_data");
-      break;
+      return from_field(t, std::move(shape), count, p.int64_data(), what, "int64_data");
     default:
-      fill_from(out, p.int32_data(), what, "int32_data");
-      break;
+      return from_field(t, std::move(shape), count, p.int32_data(), what, "int32_data");
   }
-  return out;
 }
 
 onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
