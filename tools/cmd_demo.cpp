@@ -1,59 +1,99 @@
-// `sgraph demo [--iters N]`: runs the bundled example model and prints outputs and per-op times.
+// `sgraph demo [MODEL_DIR] [--warmup N]`: the profile-guided pipeline on the bundled example (a
+// transformer encoder block with symbolic batch and sequence dims, five data sets of different
+// shapes). Two services warm up: one whose traffic keeps its shape (every op stays stable and the
+// block becomes one region) and one whose sequence length changes during warm-up (the ops that
+// see it are marked changed and stay interpreted). Then every data set is served and checked
+// against its reference output.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <iostream>
-#include <map>
 #include <string>
+#include <vector>
 
 #include "cli.h"
+#include "onnx/backend_test.h"
 #include "sgraph/sgraph.h"
 
 namespace sgraph::cli {
 
 namespace {
 
-// The bundled example: a 2-layer MLP classifier over a variable batch.
-Graph example_model() {
-  std::mt19937 rng(7);
-  GraphBuilder b("example_mlp");
-  ValueId x = b.input("x", DType::f32, {Dim("batch"), 64});
-  ValueId w1 = b.constant("w1", random_tensor(DType::f32, {64, 128}, rng, 0.125f));
-  ValueId b1 = b.constant("b1", random_tensor(DType::f32, {128}, rng, 0.1f));
-  ValueId w2 = b.constant("w2", random_tensor(DType::f32, {128, 10}, rng, 0.09f));
-  ValueId b2 = b.constant("b2", random_tensor(DType::f32, {10}, rng, 0.1f));
-  ValueId h = b.relu(b.add(b.matmul(x, w1), b1));
-  ValueId logits = b.add(b.matmul(h, w2), b2);
-  b.output(b.softmax(logits, Attributes{{"axis", int64_t{-1}}}), "probs");
-  return b.build();
+std::string shapes_of(const std::vector<Tensor>& ts) {
+  std::string s;
+  for (const Tensor& t : ts) s += (s.empty() ? "" : " ") + shape_str(t.shape());
+  return s;
+}
+
+// Warms a session up on the given data sets and prints what it decided.
+Session warm_up(const std::string& dir, const std::vector<std::string>& sets,
+                const std::vector<int>& schedule, const char* title) {
+  Session s(load_onnx(dir + "/model.onnx"),
+            SessionOptions{.warmup_runs = static_cast<int>(schedule.size())});
+  std::printf("\n== %s\n", title);
+  for (size_t r = 0; r < schedule.size(); ++r) {
+    const std::vector<Tensor> in = load_inputs(sets[schedule[r]]);
+    s.run(in);
+    std::printf("warm-up run %zu: test_data_set_%d, inputs %s\n", r + 1, schedule[r],
+                shapes_of(in).c_str());
+  }
+  const Report rep = s.report();
+  const std::string text = rep.to_text();
+  std::printf("%s", text.substr(0, text.find('\n') + 1).c_str());  // the summary line
+  int shown = 0;
+  for (const OpReport& o : rep.ops)
+    if (!o.stable && shown++ < 4)
+      std::printf("  changed: %-16s %-10s at run %d: %s\n", o.node.c_str(),
+                  std::string(op_name(o.op)).c_str(), o.changed_at_run, o.change.c_str());
+  if (shown > 4) std::printf("  ... and %d more changed ops (sgraph run --report)\n", shown - 4);
+  for (const RegionReport& r : rep.regions)
+    std::printf("  region %d: %zu ops (%s ... %s), %.1f us interpreted per run\n", r.id,
+                r.nodes.size(), r.nodes.front().c_str(), r.nodes.back().c_str(),
+                static_cast<double>(r.profiled_ns) / 1e3);
+  return s;
 }
 
 }  // namespace
 
 int cmd_demo(const Args& args) {
-  if (!args.positional.empty()) throw UsageError("demo: takes no arguments besides --iters");
-  const int iters = static_cast<int>(args.integer("--iters", 20, 1));
-  Session session(example_model());
-  std::cout << session.graph().to_string() << "\n";
-  std::mt19937 rng(1);
-  const int64_t batches[] = {8, 8, 8, 32};
-  std::map<std::string, std::vector<int64_t>> times;  // node -> ns per run
-  for (int it = 0; it < iters; ++it) {
-    const int64_t batch = batches[it % 4];
-    std::vector<Tensor> out = session.run({random_tensor(DType::f32, {batch, 64}, rng)});
-    for (const OpTime& t : session.last_op_times()) times[t.node].push_back(t.ns);
-    if (it < 2 || it == iters - 1)
-      std::cout << "run " << it + 1 << ": x " << shape_str(Shape{batch, 64}) << " -> probs "
-                << to_string(out[0], 10) << "\n";
+  if (args.positional.size() > 1) throw UsageError("demo: expected at most one MODEL_DIR");
+  const std::string dir = args.positional.empty() ? SGRAPH_EXAMPLE_DIR : args.positional[0];
+  const int warmup = static_cast<int>(args.integer("--warmup", 3, 2));
+  const std::vector<std::string> sets = data_sets(dir);
+  SG_CHECK(sets.size() >= 3) << dir << ": the demo needs a model folder with 3 or more data sets";
+
+  const Graph g = load_onnx(dir + "/model.onnx");
+  std::printf("model %s: graph '%s', %zu ops, inputs", dir.c_str(), g.name.c_str(), g.nodes.size());
+  for (ValueId v : g.inputs)
+    std::printf(" %s%s", g.value(v).name.c_str(), dims_str(*g.value(v).shape).c_str());
+  std::printf("\n");
+
+  // Steady traffic: the same data set on every warm-up run.
+  Session steady = warm_up(dir, sets, std::vector<int>(warmup, 1),
+                           "service A: traffic keeps its shape during warm-up");
+  // Varying traffic: the sequence length changes on the last warm-up run.
+  std::vector<int> varying(warmup, 1);
+  varying.back() = 2;
+  warm_up(dir, sets, varying, "service B: the sequence length changes during warm-up");
+
+  std::printf("\n== serving every data set through service A (interpreted: the JIT is next)\n");
+  int failed = 0;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const std::vector<Tensor> in = load_inputs(sets[k]);
+    std::vector<double> ms;
+    std::vector<Tensor> out;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      out = steady.run(in);
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    const Comparison c = compare_tensors(out[0], load_tensor_pb(sets[k] + "/output_0.pb"), {});
+    failed += !c.ok;
+    std::printf("test_data_set_%zu  inputs %-16s %s  max abs err %.2g  median %.3f ms\n", k,
+                shapes_of(in).c_str(), c.ok ? "PASS" : "FAIL", c.max_abs, ms[ms.size() / 2]);
   }
-  std::cout << "\nper-op time (median over " << iters << " runs, interpreter):\n";
-  std::printf("  %-14s %-10s %10s\n", "node", "op", "median us");
-  for (const Node& n : session.graph().nodes) {
-    auto& v = times[n.name];
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    std::printf("  %-14s %-10s %10.2f\n", n.name.c_str(), std::string(op_name(n.op)).c_str(),
-                v.empty() ? 0.0 : v[v.size() / 2] / 1e3);
-  }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace sgraph::cli

@@ -3,7 +3,7 @@
 //   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N]
 //              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]
 //   sgraph info MODEL                           inputs, outputs, constants, op histogram
-//   sgraph demo [--iters N]                     the bundled example model, outputs, per-op times
+//   sgraph demo [MODEL_DIR] [--warmup N]        warm-up, stable/changed ops, regions, serving
 //   sgraph version                              versions of sgraph and LLVM, and the host CPU
 #include <cstdio>
 #include <iostream>
@@ -35,8 +35,9 @@ commands:
       regions; --json/--dot FILE: write that report as JSON / Graphviz DOT.
   info MODEL
       Graph name, opset, producer, inputs and outputs, node and constant counts, op histogram.
-  demo [--iters N]
-      Run the bundled example model; print its outputs and per-op times.
+  demo [MODEL_DIR] [--warmup N]
+      The pipeline on the bundled example model (or a backend-test folder): warm-up runs, which
+      ops stayed stable or changed, the regions planned, then every data set served and checked.
   version
       Versions of sgraph and LLVM, and the host CPU.
   help
@@ -69,7 +70,7 @@ const Command kCommands[] = {
      {"--input", "--iters", "--warmup", "--shapes", "--json", "--dot"},
      {"--report"}},
     {"info", cmd_info, {}},
-    {"demo", cmd_demo, {"--iters"}},
+    {"demo", cmd_demo, {"--warmup"}},
     {"version", version, {}},
     {"help", help, {}},
 };
