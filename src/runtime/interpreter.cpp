@@ -54,69 +54,74 @@ Interpreter::Interpreter(const Graph& g) : g_(g), release_after_(g.nodes.size())
   }
 }
 
+void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
+                     std::span<OpObserver* const> observers) {
+  using Clock = std::chrono::steady_clock;
+  const Node& n = g.nodes[index];
+  const ops::OpDef& def = ops::op_def(n.op);
+  const auto t0 = Clock::now();
+  try {
+    const size_t nin = n.inputs.size();
+    in_.assign(nin, Tensor{});
+    in_shapes_.assign(nin, nullptr);
+    in_values_.assign(nin, nullptr);
+    in_types_.assign(nin, DType::undefined);
+    for (size_t i = 0; i < nin; ++i) {
+      if (n.inputs[i] == kNoValue) continue;
+      in_[i] = env[n.inputs[i]];
+      SG_ASSERT(in_[i].defined()) << "value " << n.inputs[i] << " was released too early";
+      in_shapes_[i] = &in_[i].shape();
+      in_values_[i] = &in_[i];
+      in_types_[i] = in_[i].dtype();
+    }
+    out_.assign(n.outputs.size(), Tensor{});
+    if (def.makes_outputs) {  // control flow: the kernel makes its outputs
+      ops::KernelCtx kc{n, in_, out_};
+      def.run(kc);
+      for (size_t k = 0; k < out_.size(); ++k)
+        SG_CHECK(out_[k].dtype() == g.values[n.outputs[k]].dtype)
+            << "output " << k << " is " << dtype_name(out_[k].dtype()) << ", declared "
+            << dtype_name(g.values[n.outputs[k]].dtype);
+    } else {
+      out_shapes_.assign(n.outputs.size(), Shape{});
+      ops::ShapeCtx sc{n, in_shapes_, in_values_, in_types_, out_shapes_};
+      def.shapes(sc);
+      if (def.view) {
+        out_[0] = in_[0].reshape(out_shapes_[0]);
+      } else {
+        for (size_t k = 0; k < out_.size(); ++k)
+          out_[k] = Tensor(g.values[n.outputs[k]].dtype, std::move(out_shapes_[k]));
+        ops::KernelCtx kc{n, in_, out_};
+        def.run(kc);
+      }
+    }
+  } catch (Error& e) {
+    e.at_node(n.name, std::string(op_name(n.op)));
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw Error("out of memory").at_node(n.name, std::string(op_name(n.op)));
+  }
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  for (OpObserver* o : observers) o->on_op(OpEvent{index, n, in_, out_, ns});
+  for (size_t k = 0; k < out_.size(); ++k) env[n.outputs[k]] = std::move(out_[k]);
+}
+
+std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs) {
+  check_inputs(g, inputs);
+  std::vector<Tensor> env(g.values.size());
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = inputs[i];
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].initializer.defined()) env[v] = g.values[v].initializer;
+  return env;
+}
+
 std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
                                      std::span<OpObserver* const> observers) const {
-  check_inputs(g_, inputs);
-  std::vector<Tensor> env(g_.values.size());
-  for (size_t i = 0; i < inputs.size(); ++i) env[g_.inputs[i]] = inputs[i];
-  for (size_t v = 0; v < g_.values.size(); ++v)
-    if (g_.values[v].initializer.defined()) env[v] = g_.values[v].initializer;
-
-  std::vector<Tensor> in, out;
-  std::vector<const Shape*> in_shapes;
-  std::vector<const Tensor*> in_values;
-  std::vector<DType> in_types;
-  std::vector<Shape> out_shapes;
-  using Clock = std::chrono::steady_clock;
+  std::vector<Tensor> env = bind_inputs(g_, inputs);
+  NodeRunner runner;
   for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
-    const Node& n = g_.nodes[ni];
-    const ops::OpDef& def = ops::op_def(n.op);
-    const auto t0 = Clock::now();
-    try {
-      const size_t nin = n.inputs.size();
-      in.assign(nin, Tensor{});
-      in_shapes.assign(nin, nullptr);
-      in_values.assign(nin, nullptr);
-      in_types.assign(nin, DType::undefined);
-      for (size_t i = 0; i < nin; ++i) {
-        if (n.inputs[i] == kNoValue) continue;
-        in[i] = env[n.inputs[i]];
-        SG_ASSERT(in[i].defined()) << "value " << n.inputs[i] << " was released too early";
-        in_shapes[i] = &in[i].shape();
-        in_values[i] = &in[i];
-        in_types[i] = in[i].dtype();
-      }
-      out.assign(n.outputs.size(), Tensor{});
-      if (def.makes_outputs) {  // control flow: the kernel makes its outputs
-        ops::KernelCtx kc{n, in, out};
-        def.run(kc);
-        for (size_t k = 0; k < out.size(); ++k)
-          SG_CHECK(out[k].dtype() == g_.values[n.outputs[k]].dtype)
-              << "output " << k << " is " << dtype_name(out[k].dtype()) << ", declared "
-              << dtype_name(g_.values[n.outputs[k]].dtype);
-      } else {
-        out_shapes.assign(n.outputs.size(), Shape{});
-        ops::ShapeCtx sc{n, in_shapes, in_values, in_types, out_shapes};
-        def.shapes(sc);
-        if (def.view) {
-          out[0] = in[0].reshape(out_shapes[0]);
-        } else {
-          for (size_t k = 0; k < out.size(); ++k)
-            out[k] = Tensor(g_.values[n.outputs[k]].dtype, std::move(out_shapes[k]));
-          ops::KernelCtx kc{n, in, out};
-          def.run(kc);
-        }
-      }
-    } catch (Error& e) {
-      e.at_node(n.name, std::string(op_name(n.op)));
-      throw;
-    } catch (const std::bad_alloc&) {
-      throw Error("out of memory").at_node(n.name, std::string(op_name(n.op)));
-    }
-    const int64_t ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-    for (OpObserver* o : observers) o->on_op(OpEvent{static_cast<int32_t>(ni), n, in, out, ns});
-    for (size_t k = 0; k < out.size(); ++k) env[n.outputs[k]] = std::move(out[k]);
+    runner.run(g_, static_cast<int32_t>(ni), env, observers);
     for (ValueId v : release_after_[ni]) env[v] = Tensor{};
   }
   std::vector<Tensor> result;

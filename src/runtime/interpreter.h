@@ -30,6 +30,24 @@ class OpObserver {
 // that a symbolic dim ("batch") has one size across all inputs. Errors name the input.
 void check_inputs(const Graph& g, std::span<const Tensor> inputs);
 
+// The environment of a run: graph inputs (checked) and constants bound to their value ids.
+std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs);
+
+// Runs one node on `env` (values by id): reads its inputs, writes its outputs, tells the
+// observers. Keeps scratch space between calls; errors name the node and op.
+class NodeRunner {
+ public:
+  void run(const Graph& g, int32_t index, std::vector<Tensor>& env,
+           std::span<OpObserver* const> observers = {});
+
+ private:
+  std::vector<Tensor> in_, out_;
+  std::vector<const Shape*> in_shapes_;
+  std::vector<const Tensor*> in_values_;
+  std::vector<DType> in_types_;
+  std::vector<Shape> out_shapes_;
+};
+
 class Interpreter {
  public:
   // `g` must outlive the interpreter and have had infer_and_verify() run.
