@@ -32,12 +32,19 @@ struct RegionReport {
   std::vector<std::string> nodes;
   std::vector<std::string> inputs, outputs;  // boundary values
   int64_t profiled_ns = 0;                   // sum of its ops' median interpreted time
+  bool compiled = false;                     // has a kernel
+  std::string why_interpreted;               // when not compiled
+  int compiles = 0;                          // times this region was compiled
+  double compile_ms = 0;
+  int64_t kernel_calls = 0, guard_misses = 0;  // while serving
 };
 
 struct Report {
   std::string graph;
   int warmup_runs = 0;  // completed
   bool planned = false;
+  int replans = 0;   // re-plans after repeated guard misses
+  size_t steps = 0;  // steps of the executable graph (ops outside regions + regions)
   std::vector<OpReport> ops;
   std::vector<RegionReport> regions;
 

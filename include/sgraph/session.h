@@ -21,6 +21,7 @@ struct SessionOptions {
   int warmup_runs = 3;          // interpreted, profiled runs before planning
   int min_region_ops = 2;       // smallest region worth compiling
   bool interpret_only = false;  // no profiling, no planning: every run interprets
+  int max_guard_misses = 4;     // misses of one region before its changed ops are re-planned
 };
 
 struct OpTime {

@@ -41,7 +41,11 @@ std::string Report::to_text() const {
   os << "graph " << graph << ": " << ops.size() << " ops after " << warmup_runs
      << " warm-up runs: " << stable << " stable, " << ops.size() - stable << " changed; "
      << regions.size() << " regions covering " << in_region << " ops"
-     << (planned ? "" : " (not planned yet)") << "\n\n";
+     << (planned ? "" : " (not planned yet)") << "\n";
+  if (planned)
+    os << "executable graph: " << steps << " steps for " << ops.size() << " ops"
+       << (replans ? ", re-planned " + std::to_string(replans) + " times" : "") << "\n";
+  os << "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-28s %-18s %-8s %-7s %-22s %10s\n", "node", "op", "shapes",
                 "region", "why not in a region", "median us");
@@ -63,7 +67,13 @@ std::string Report::to_text() const {
     }
   for (const RegionReport& r : regions) {
     os << "\nregion " << r.id << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns)
-       << " us interpreted\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
+       << " us interpreted; ";
+    if (r.compiled)
+      os << "compiled " << r.compiles << "x (" << r.compile_ms << " ms)";
+    else
+      os << "interpreted (" << r.why_interpreted << ")";
+    os << "; " << r.kernel_calls << " kernel calls, " << r.guard_misses << " guard misses"
+       << "\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
        << "\n  outputs: " << join(r.outputs) << "\n";
   }
   return os.str();
@@ -74,6 +84,8 @@ std::string Report::to_json() const {
   j["graph"] = graph;
   j["warmup_runs"] = warmup_runs;
   j["planned"] = planned;
+  j["replans"] = replans;
+  j["steps"] = steps;
   j["ops"] = nlohmann::ordered_json::array();
   for (const OpReport& o : ops) {
     nlohmann::ordered_json e;
@@ -98,7 +110,13 @@ std::string Report::to_json() const {
                             {"nodes", r.nodes},
                             {"inputs", r.inputs},
                             {"outputs", r.outputs},
-                            {"profiled_ns", r.profiled_ns}});
+                            {"profiled_ns", r.profiled_ns},
+                            {"compiled", r.compiled},
+                            {"why_interpreted", r.why_interpreted},
+                            {"compiles", r.compiles},
+                            {"compile_ms", r.compile_ms},
+                            {"kernel_calls", r.kernel_calls},
+                            {"guard_misses", r.guard_misses}});
   return j.dump(2) + "\n";
 }
 

@@ -1,8 +1,13 @@
-// Session: the pipeline, top to bottom — warm-up (interpret + profile) -> classify -> partition
-// -> (compile, with the JIT) -> serve.
+// Session: the pipeline, top to bottom — 1. warm-up (interpret, recording shapes and costs),
+// 2. classify (stable/changed), 3. partition into regions, 4. compile one kernel per region,
+// 5. serve through the executable graph; repeated guard misses re-plan only what changed.
 #include "sgraph/session.h"
 
+#include <algorithm>
+#include <map>
+
 #include "runtime/debug.h"
+#include "runtime/executable_graph.h"
 #include "runtime/interpreter.h"
 #include "runtime/op_profiler.h"
 #include "runtime/region_builder.h"
@@ -11,6 +16,7 @@
 namespace sgraph {
 
 namespace {
+
 class TimingObserver final : public OpObserver {
  public:
   explicit TimingObserver(std::vector<OpTime>& out) : out_(out) {}
@@ -21,25 +27,57 @@ class TimingObserver final : public OpObserver {
  private:
   std::vector<OpTime>& out_;
 };
+
+// While serving: notes interpreted ops whose shapes differ from the warm-up's, so a re-plan can
+// mark them changed.
+class ServingShapes final : public OpObserver {
+ public:
+  explicit ServingShapes(const ShapeTracker& t) : tracker_(t) {}
+  void on_op(const OpEvent& e) override {
+    if (tracker_.changed(e.node_index) || seen_.count(e.node_index)) return;
+    const auto& ins = tracker_.input_shapes(e.node_index);
+    const auto& outs = tracker_.output_shapes(e.node_index);
+    for (size_t i = 0; i < e.inputs.size() && i < ins.size(); ++i)
+      if (e.inputs[i].defined() && e.inputs[i].shape() != ins[i])
+        return note(e, "input " + std::to_string(i) + ": " + shape_str(ins[i]) + " -> " +
+                           shape_str(e.inputs[i].shape()));
+    for (size_t k = 0; k < e.outputs.size() && k < outs.size(); ++k)
+      if (e.outputs[k].shape() != outs[k])
+        return note(e, "output " + std::to_string(k) + ": " + shape_str(outs[k]) + " -> " +
+                           shape_str(e.outputs[k].shape()));
+  }
+  std::map<int32_t, std::string> take() { return std::exchange(seen_, {}); }
+
+ private:
+  void note(const OpEvent& e, std::string what) { seen_.emplace(e.node_index, std::move(what)); }
+  const ShapeTracker& tracker_;
+  std::map<int32_t, std::string> seen_;
+};
+
 }  // namespace
 
 struct Session::Impl {
   Impl(Graph g, SessionOptions o) : graph(std::move(g)), options(o) {
     SG_CHECK(options.warmup_runs >= 1)
         << "warmup_runs must be at least 1, got " << options.warmup_runs;
+    SG_CHECK(options.max_guard_misses >= 1)
+        << "max_guard_misses must be at least 1, got " << options.max_guard_misses;
     graph.infer_and_verify();
     interpreter = std::make_unique<Interpreter>(graph);
     tracker = std::make_unique<ShapeTracker>(graph);
     profiler = std::make_unique<OpProfiler>(graph, options.warmup_runs);
+    serving = std::make_unique<ServingShapes>(*tracker);
   }
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
     times.clear();
     TimingObserver timing(times);
-    if (options.interpret_only || warmup_done()) {
+    ++runs;
+    if (options.interpret_only) {
       OpObserver* obs[] = {&timing};
       return interpreter->run(inputs, obs);
     }
+    if (exec) return serve(inputs, timing);
     // 1. warm-up: interpret, recording shapes and costs
     OpObserver* obs[] = {&timing, tracker.get(), profiler.get()};
     tracker->begin_run();
@@ -47,30 +85,88 @@ struct Session::Impl {
     tracker->end_run();
     SG_LOG(1) << "warm-up run " << tracker->runs() << "/" << options.warmup_runs << " of graph '"
               << graph.name << "'";
-    if (warmup_done()) plan();
+    if (tracker->runs() >= options.warmup_runs) plan();
     return out;
   }
 
-  bool warmup_done() const { return tracker->runs() >= options.warmup_runs; }
+  // 5. serve; a region missing its guard too often gets its changed ops re-planned.
+  std::vector<Tensor> serve(const std::vector<Tensor>& inputs, TimingObserver& timing) {
+    OpObserver* obs[] = {&timing, serving.get()};
+    std::vector<Tensor> out = exec->run(inputs, obs);
+    const bool replan_due = std::any_of(
+        exec->regions().begin(), exec->regions().end(),
+        [&](const RegionPlan& r) { return r.misses_since_plan >= options.max_guard_misses; });
+    if (replan_due) {
+      for (auto& [node, what] : serving->take()) tracker->mark_changed(node, runs, what);
+      ++replans;
+      SG_LOG(1) << "re-planning graph '" << graph.name << "' after repeated guard misses";
+      plan();
+    }
+    return out;
+  }
 
-  // 2. classify (the tracker's stable flags) and 3. partition into regions.
+  // 2. classify and 3. partition; 4. compile the regions not compiled before.
   void plan() {
     const std::vector<bool> stable = tracker->stable();
     partition = build_regions(graph, stable, RegionOptions{options.min_region_ops});
-    planned = true;
+    record_value_shapes();
+    std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
+    std::vector<RegionPlan> plans;
+    for (const Region& r : partition.regions) {
+      auto same = std::find_if(old.begin(), old.end(),
+                               [&](const RegionPlan& p) { return p.region.nodes == r.nodes; });
+      if (same != old.end()) {  // unchanged region: keep its kernel and counters
+        same->misses_since_plan = 0;
+        plans.push_back(std::move(*same));
+        continue;
+      }
+      plans.push_back(make_plan(r));
+    }
+    exec = std::make_unique<ExecutableGraph>(graph, std::move(plans));
     size_t n_stable = 0;
     for (bool s : stable) n_stable += s;
     SG_LOG(1) << "planned graph '" << graph.name << "': " << n_stable << " of " << stable.size()
-              << " ops stable, " << partition.regions.size() << " regions";
+              << " ops stable, " << partition.regions.size() << " regions, " << exec->num_steps()
+              << " steps";
     for (size_t r = 0; r < partition.regions.size(); ++r)
       SG_LOG(2) << "region " << r << ": " << partition.regions[r].nodes.size() << " ops";
   }
+
+  // Every value's shape as the warm-up last saw it (the shapes kernels are compiled for).
+  void record_value_shapes() {
+    value_shapes.assign(graph.values.size(), Shape{});
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const Node& n = graph.nodes[i];
+      const auto idx = static_cast<int32_t>(i);
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.inputs[k] != kNoValue) value_shapes[n.inputs[k]] = tracker->input_shapes(idx)[k];
+      for (size_t k = 0; k < n.outputs.size(); ++k)
+        value_shapes[n.outputs[k]] = tracker->output_shapes(idx)[k];
+    }
+  }
+
+  RegionPlan make_plan(const Region& r) {
+    RegionPlan p;
+    p.region = r;
+    for (ValueId v : r.inputs) p.input_shapes.push_back(value_shapes[v]);
+    for (ValueId v : r.outputs) {
+      p.output_shapes.push_back(value_shapes[v]);
+      p.output_dtypes.push_back(graph.values[v].dtype);
+    }
+    compile(p);
+    return p;
+  }
+
+  // 4. compile: one fused kernel per region. Until the JIT lands, regions are interpreted.
+  void compile(RegionPlan& p) { p.why_interpreted = "no JIT in this build yet"; }
 
   Report report() const {
     Report rep;
     rep.graph = graph.name;
     rep.warmup_runs = tracker->runs();
-    rep.planned = planned;
+    rep.planned = exec != nullptr;
+    rep.replans = replans;
+    rep.steps = exec ? exec->num_steps() : graph.nodes.size();
     auto names = [&](const std::vector<ValueId>& ids) {
       std::vector<std::string> out;
       for (ValueId v : ids)
@@ -88,7 +184,7 @@ struct Session::Impl {
         o.changed_at_run = c->run;
         o.change = c->what;
       }
-      if (planned) {
+      if (exec) {
         o.region = partition.region_of[i];
         o.reason = std::string(reason_str(partition.reason[i]));
       }
@@ -101,16 +197,22 @@ struct Session::Impl {
       o.outputs = names(node.outputs);
       rep.ops.push_back(std::move(o));
     }
-    for (size_t r = 0; planned && r < partition.regions.size(); ++r) {
-      const Region& reg = partition.regions[r];
+    for (size_t r = 0; exec && r < exec->regions().size(); ++r) {
+      const RegionPlan& plan = exec->regions()[r];
       RegionReport rr;
       rr.id = static_cast<int>(r);
-      for (int32_t n : reg.nodes) {
+      for (int32_t n : plan.region.nodes) {
         rr.nodes.push_back(graph.nodes[n].name);
         rr.profiled_ns += profiler->profile(n).median_ns;
       }
-      rr.inputs = names(reg.inputs);
-      rr.outputs = names(reg.outputs);
+      rr.inputs = names(plan.region.inputs);
+      rr.outputs = names(plan.region.outputs);
+      rr.compiled = plan.fn != nullptr;
+      rr.why_interpreted = plan.why_interpreted;
+      rr.compiles = plan.compiles;
+      rr.compile_ms = plan.compile_ms;
+      rr.kernel_calls = plan.kernel_calls;
+      rr.guard_misses = plan.guard_misses;
       rep.regions.push_back(std::move(rr));
     }
     return rep;
@@ -121,8 +223,11 @@ struct Session::Impl {
   std::unique_ptr<Interpreter> interpreter;
   std::unique_ptr<ShapeTracker> tracker;
   std::unique_ptr<OpProfiler> profiler;
+  std::unique_ptr<ServingShapes> serving;
   Partition partition;
-  bool planned = false;
+  std::vector<Shape> value_shapes;
+  std::unique_ptr<ExecutableGraph> exec;
+  int runs = 0, replans = 0;
   std::vector<OpTime> times;
 };
 
@@ -156,7 +261,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
 const Graph& Session::graph() const { return impl_->graph; }
 const SessionOptions& Session::options() const { return impl_->options; }
 const std::vector<OpTime>& Session::last_op_times() const { return impl_->times; }
-bool Session::planned() const { return impl_->planned; }
+bool Session::planned() const { return impl_->exec != nullptr; }
 Report Session::report() const { return impl_->report(); }
 
 }  // namespace sgraph
