@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <random>
 #include <string>
 #include <string_view>
@@ -157,5 +158,12 @@ inline std::string op_error(OpKind op, const std::vector<Tensor>& inputs, Attrib
                             int num_outputs = 1, const std::vector<bool>& constant = {}) {
   return error_of([&] { run_op(op, inputs, std::move(attrs), num_outputs, constant); });
 }
+
+// Reduction attributes: {axes, keepdims}.
+inline Attributes axes_attr(Ints axes, int64_t keepdims = 1) {
+  return {{"axes", std::move(axes)}, {"keepdims", keepdims}};
+}
+inline const double kInf = std::numeric_limits<double>::infinity();
+inline const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace sgraph::test

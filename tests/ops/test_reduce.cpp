@@ -11,13 +11,6 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
-namespace {
-Attributes axes_attr(Ints axes, int64_t keepdims = 1) {
-  return {{"axes", std::move(axes)}, {"keepdims", keepdims}};
-}
-const double kInf = std::numeric_limits<double>::infinity();
-}  // namespace
-
 TEST_CASE("ReduceSum: axes attribute, keepdims, negative axes, all axes") {
   const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   check_close(run_op(OpKind::ReduceSum, {x}, axes_attr({1}))[0], {2, 1}, {6, 15});

@@ -12,14 +12,6 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
-namespace {
-Attributes axes_attr(Ints axes, int64_t keepdims = 1) {
-  return {{"axes", std::move(axes)}, {"keepdims", keepdims}};
-}
-const double kInf = std::numeric_limits<double>::infinity();
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-}  // namespace
-
 TEST_CASE("ReduceMin / ReduceProd / ReduceL1 / ReduceL2 / ReduceSumSquare: hand-computed") {
   const Tensor x = f32({2, 3}, {1, -2, 3, -4, 5, -6});
   check_close(run_op(OpKind::ReduceMin, {x}, axes_attr({1}))[0], {2, 1}, {-2, -6});

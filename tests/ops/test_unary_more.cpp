@@ -11,8 +11,6 @@ using namespace sgraph;
 using namespace sgraph::test;
 
 namespace {
-const double kInf = std::numeric_limits<double>::infinity();
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const float kInfF = std::numeric_limits<float>::infinity();
 }  // namespace
 
