@@ -133,6 +133,8 @@ class Tensor {
   Tensor reshape(Shape shape) const;  // a view sharing this tensor's buffer
   Tensor clone() const;               // a deep copy
   bool shares_buffer_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // True when no other Tensor (copy or view) refers to this buffer: it may be overwritten.
+  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
 
  private:
   void check_type(DType want) const;

@@ -85,12 +85,14 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
   std::vector<void*> buffers;
   buffers.reserve(r.region.inputs.size() + r.region.outputs.size());
   for (ValueId v : r.region.inputs) buffers.push_back(env[v].raw_data());
+  r.last_outputs.resize(r.region.outputs.size());
   for (size_t k = 0; k < r.region.outputs.size(); ++k) {
-    Tensor t(r.output_dtypes[k], r.output_shapes[k]);
+    Tensor& t = r.last_outputs[k];
+    if (!t.sole_owner()) t = Tensor(r.output_dtypes[k], r.output_shapes[k]);
     buffers.push_back(t.raw_data());
-    env[r.region.outputs[k]] = std::move(t);
   }
   r.fn(buffers.data(), nullptr, nullptr);
+  for (size_t k = 0; k < r.region.outputs.size(); ++k) env[r.region.outputs[k]] = r.last_outputs[k];
   ++r.kernel_calls;
 }
 

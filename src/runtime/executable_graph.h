@@ -31,6 +31,9 @@ struct RegionPlan {
   // Counters while serving.
   int64_t kernel_calls = 0, guard_misses = 0;
   int64_t misses_since_plan = 0;
+  // The previous call's outputs: reused as the next call's output buffers when nothing else holds
+  // them (writing into fresh large allocations costs page faults that can exceed the kernel).
+  std::vector<Tensor> last_outputs;
 };
 
 class ExecutableGraph {

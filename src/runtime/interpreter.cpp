@@ -105,6 +105,8 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
   for (OpObserver* o : observers) o->on_op(OpEvent{index, n, in_, out_, ns});
   for (size_t k = 0; k < out_.size(); ++k) env[n.outputs[k]] = std::move(out_[k]);
+  in_.clear();  // hold no tensor between nodes (keeps buffers free for reuse and release)
+  out_.clear();
 }
 
 std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs) {

@@ -57,6 +57,24 @@ TEST_CASE("ExecutableGraph: a region step calls its kernel when the guard holds"
   CHECK(eg.regions()[0].guard_misses == 0);
 }
 
+TEST_CASE("ExecutableGraph: a region's output buffer is reused only when nobody holds it") {
+  // Mul is replaced by the region's own output: make the region output the graph output.
+  Fixture f;
+  f.g.outputs = {f.g.nodes[1].outputs[0]};
+  ExecutableGraph eg(f.g, {f.plan(add_relu_4)});
+  const std::vector<Tensor> in{f32({4}, {1, 2, 3, 4}), f32({4}, {0, 0, 0, 0})};
+  Tensor first = eg.run(in)[0];
+  const void* buffer = first.raw_data();
+  Tensor second = eg.run(in)[0];  // `first` is still held: a new buffer
+  CHECK(second.raw_data() != buffer);
+  check_close(first, {4}, {1, 2, 3, 4});
+  first = Tensor();
+  second = Tensor();
+  CHECK(eg.run(in)[0].raw_data() != nullptr);  // reuses the last buffer, now unheld
+  const void* reused = eg.regions()[0].last_outputs[0].raw_data();
+  CHECK(eg.run(in)[0].raw_data() == reused);
+}
+
 TEST_CASE("ExecutableGraph: other shapes fall back to the interpreter and count a miss") {
   Fixture f;
   ExecutableGraph eg(f.g, {f.plan(add_relu_4)});
