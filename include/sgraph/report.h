@@ -45,6 +45,7 @@ struct Report {
   bool planned = false;
   int replans = 0;   // re-plans after repeated guard misses
   size_t steps = 0;  // steps of the executable graph (ops outside regions + regions)
+  int64_t kernel_calls = 0, guard_misses = 0;  // all regions, including re-planned-away ones
   std::vector<OpReport> ops;
   std::vector<RegionReport> regions;
 

@@ -22,6 +22,7 @@ struct SessionOptions {
   int min_region_ops = 2;       // smallest region worth compiling
   bool interpret_only = false;  // no profiling, no planning: every run interprets
   int max_guard_misses = 4;     // misses of one region before its changed ops are re-planned
+  bool jit = true;              // compile regions (else they are planned but interpreted)
 };
 
 struct OpTime {

@@ -2,6 +2,7 @@
 // broadcasting.
 #include <cmath>
 
+#include "jit/element.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -121,100 +122,190 @@ T ipow(T base, int64_t e) {
   return r;
 }
 
+// ---- JIT element emitters (src/jit/element.h) ---------------------------------------------
+
+using llvm::CmpInst;
+using llvm::Value;
+
+Value* emit_add(ElementCtx& c, Operands x) {
+  return c.is_float() ? c.b.CreateFAdd(x[0], x[1]) : c.b.CreateAdd(x[0], x[1]);
+}
+Value* emit_sub(ElementCtx& c, Operands x) {
+  return c.is_float() ? c.b.CreateFSub(x[0], x[1]) : c.b.CreateSub(x[0], x[1]);
+}
+Value* emit_mul(ElementCtx& c, Operands x) {
+  return c.is_float() ? c.b.CreateFMul(x[0], x[1]) : c.b.CreateMul(x[0], x[1]);
+}
+// Floats only: an integer division by zero would trap where the reference throws.
+Value* emit_div(ElementCtx& c, Operands x) {
+  return c.is_float() ? c.b.CreateFDiv(x[0], x[1]) : nullptr;
+}
+// pow in x's float type, the exponent converted to it (integer x: not compiled).
+Value* emit_pow(ElementCtx& c, Operands x) {
+  if (!c.is_float(0) || c.in[1] == DType::boolean) return nullptr;
+  llvm::Type* t = x[0]->getType();
+  Value* y = c.is_float(1)      ? c.b.CreateFPCast(x[1], t)
+             : c.is_unsigned(1) ? c.b.CreateUIToFP(x[1], t)
+                                : c.b.CreateSIToFP(x[1], t);
+  Value* args[] = {x[0], y};
+  return c.math("pow", args);
+}
+
+// Variadic Max/Min: NaN-propagating for floats, as the reference.
+Value* fold(ElementCtx& c, Operands x, llvm::Intrinsic::ID f, llvm::Intrinsic::ID s,
+            llvm::Intrinsic::ID u) {
+  const llvm::Intrinsic::ID id = c.is_float() ? f : (c.is_unsigned() ? u : s);
+  Value* acc = x[0];
+  for (size_t i = 1; i < x.size(); ++i) {
+    Value* args[] = {acc, x[i]};
+    acc = c.intrinsic(id, args);
+  }
+  return acc;
+}
+Value* emit_max(ElementCtx& c, Operands x) {
+  return fold(c, x, llvm::Intrinsic::maximum, llvm::Intrinsic::smax, llvm::Intrinsic::umax);
+}
+Value* emit_min(ElementCtx& c, Operands x) {
+  return fold(c, x, llvm::Intrinsic::minimum, llvm::Intrinsic::smin, llvm::Intrinsic::umin);
+}
+// Sum and Mean add in input order, as the reference does.
+Value* emit_sum(ElementCtx& c, Operands x) {
+  Value* acc = x[0];
+  for (size_t i = 1; i < x.size(); ++i) acc = c.b.CreateFAdd(acc, x[i]);
+  return acc;
+}
+Value* emit_mean(ElementCtx& c, Operands x) {
+  return c.b.CreateFDiv(emit_sum(c, x), c.constant(static_cast<double>(x.size())));
+}
+
+// Comparisons give i1; floats compare ordered (false with a NaN).
+Value* compare(ElementCtx& c, Operands x, CmpInst::Predicate f, CmpInst::Predicate s,
+               CmpInst::Predicate u) {
+  if (c.is_float()) return c.b.CreateFCmp(f, x[0], x[1]);
+  return c.b.CreateICmp(c.is_unsigned() ? u : s, x[0], x[1]);
+}
+Value* emit_equal(ElementCtx& c, Operands x) {
+  return compare(c, x, CmpInst::FCMP_OEQ, CmpInst::ICMP_EQ, CmpInst::ICMP_EQ);
+}
+Value* emit_greater(ElementCtx& c, Operands x) {
+  return compare(c, x, CmpInst::FCMP_OGT, CmpInst::ICMP_SGT, CmpInst::ICMP_UGT);
+}
+Value* emit_less(ElementCtx& c, Operands x) {
+  return compare(c, x, CmpInst::FCMP_OLT, CmpInst::ICMP_SLT, CmpInst::ICMP_ULT);
+}
+Value* emit_greater_or_equal(ElementCtx& c, Operands x) {
+  return compare(c, x, CmpInst::FCMP_OGE, CmpInst::ICMP_SGE, CmpInst::ICMP_UGE);
+}
+Value* emit_less_or_equal(ElementCtx& c, Operands x) {
+  return compare(c, x, CmpInst::FCMP_OLE, CmpInst::ICMP_SLE, CmpInst::ICMP_ULE);
+}
+Value* emit_and(ElementCtx& c, Operands x) { return c.b.CreateAnd(x[0], x[1]); }
+Value* emit_or(ElementCtx& c, Operands x) { return c.b.CreateOr(x[0], x[1]); }
+Value* emit_xor(ElementCtx& c, Operands x) { return c.b.CreateXor(x[0], x[1]); }
+
+Value* emit_prelu(ElementCtx& c, Operands x) {
+  Value* neg = c.is_float() ? c.b.CreateFCmpOLT(x[0], c.constant(0))
+                            : c.b.CreateICmpSLT(x[0], c.constant(0));
+  return c.b.CreateSelect(neg, emit_mul(c, x.subspan(0, 2)), x[0]);
+}
+Value* emit_where(ElementCtx& c, Operands x) { return c.b.CreateSelect(x[0], x[1], x[2]); }
+
 }  // namespace
 
 extern const OpDef kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kLess, kWhere;
 extern const OpDef kGreaterOrEqual, kLessOrEqual, kAnd, kOr, kXor, kMod, kSum, kMean, kPRelu;
 
-const OpDef kAdd{"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                   arith(c, [](auto a, auto b) -> decltype(a) { return a + b; });
-                 }};
-const OpDef kSub{"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                   arith(c, [](auto a, auto b) -> decltype(a) { return a - b; });
-                 }};
-const OpDef kMul{"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                   arith(c, [](auto a, auto b) -> decltype(a) { return a * b; });
-                 }};
+const OpDef kAdd =
+    with_element(emit_add, {"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                              arith(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                            }});
+const OpDef kSub =
+    with_element(emit_sub, {"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                              arith(c, [](auto a, auto b) -> decltype(a) { return a - b; });
+                            }});
+const OpDef kMul =
+    with_element(emit_mul, {"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                              arith(c, [](auto a, auto b) -> decltype(a) { return a * b; });
+                            }});
 // Integer division truncates toward zero; division by zero is an error for integers.
-const OpDef kDiv{"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                   arith(c, [](auto a, auto b) -> decltype(a) {
-                     if constexpr (std::is_integral_v<decltype(a)>)
-                       SG_CHECK(b != 0) << "integer division by zero";
-                     return a / b;
-                   });
-                 }};
+const OpDef kDiv =
+    with_element(emit_div, {"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                              arith(c, [](auto a, auto b) -> decltype(a) {
+                                if constexpr (std::is_integral_v<decltype(a)>)
+                                  SG_CHECK(b != 0) << "integer division by zero";
+                                return a / b;
+                              });
+                            }});
 
 // Pow(x, y): y may have another numeric dtype than x; the result has x's dtype.
-const OpDef kPow{
-    "Pow",
-    2,
-    2,
-    1,
-    1,
-    [](TypeCtx& c) {
-      c.expect_numeric(0);
-      c.expect_numeric(1);
-      c.out[0] = c.in[0];
-    },
-    shapes_broadcast,
-    [](KernelCtx& c) {
-      visit_dtype(c.in[0].dtype(), [&]<class X>() {
-        visit_dtype(c.in[1].dtype(), [&]<class Y>() {
-          if constexpr (!std::is_same_v<X, bool> && !std::is_same_v<Y, bool>) {
-            broadcast_apply<X, Y, X>(c.in[0], c.in[1], c.out[0], [](X a, Y b) -> X {
-              if constexpr (std::is_integral_v<X> && std::is_integral_v<Y>)
-                return ipow<X>(a, static_cast<int64_t>(b));
-              else
-                return static_cast<X>(std::pow(static_cast<double>(a), static_cast<double>(b)));
-            });
-          }
-        });
-      });
-    }};
+const OpDef kPow = with_element(
+    emit_pow,
+    {"Pow", 2, 2, 1, 1,
+     [](TypeCtx& c) {
+       c.expect_numeric(0);
+       c.expect_numeric(1);
+       c.out[0] = c.in[0];
+     },
+     shapes_broadcast,
+     [](KernelCtx& c) {
+       visit_dtype(c.in[0].dtype(), [&]<class X>() {
+         visit_dtype(c.in[1].dtype(), [&]<class Y>() {
+           if constexpr (!std::is_same_v<X, bool> && !std::is_same_v<Y, bool>) {
+             broadcast_apply<X, Y, X>(c.in[0], c.in[1], c.out[0], [](X a, Y b) -> X {
+               if constexpr (std::is_integral_v<X> && std::is_integral_v<Y>)
+                 return ipow<X>(a, static_cast<int64_t>(b));
+               else
+                 return static_cast<X>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+             });
+           }
+         });
+       });
+     }});
 
-const OpDef kMax{"Max", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                   fold(c, [](auto a, auto b) -> decltype(a) {
-                     if constexpr (std::is_floating_point_v<decltype(a)>)
-                       if (std::isnan(a) || std::isnan(b)) return NAN;
-                     return a < b ? b : a;
-                   });
-                 }};
-const OpDef kMin{"Min", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                   fold(c, [](auto a, auto b) -> decltype(a) {
-                     if constexpr (std::is_floating_point_v<decltype(a)>)
-                       if (std::isnan(a) || std::isnan(b)) return NAN;
-                     return b < a ? b : a;
-                   });
-                 }};
+const OpDef kMax =
+    with_element(emit_max, {"Max", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                              fold(c, [](auto a, auto b) -> decltype(a) {
+                                if constexpr (std::is_floating_point_v<decltype(a)>)
+                                  if (std::isnan(a) || std::isnan(b)) return NAN;
+                                return a < b ? b : a;
+                              });
+                            }});
+const OpDef kMin =
+    with_element(emit_min, {"Min", 1, 64, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                              fold(c, [](auto a, auto b) -> decltype(a) {
+                                if constexpr (std::is_floating_point_v<decltype(a)>)
+                                  if (std::isnan(a) || std::isnan(b)) return NAN;
+                                return b < a ? b : a;
+                              });
+                            }});
 
-const OpDef kEqual{"Equal", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
-                     compare(c, [](auto a, auto b) { return a == b; });
-                   }};
-const OpDef kGreater{"Greater", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
-                       compare(c, [](auto a, auto b) { return a > b; });
-                     }};
-const OpDef kLess{"Less", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
-                    compare(c, [](auto a, auto b) { return a < b; });
-                  }};
+const OpDef kEqual = with_element(
+    emit_equal, {"Equal", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                 [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a == b; }); }});
+const OpDef kGreater = with_element(
+    emit_greater, {"Greater", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                   [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a > b; }); }});
+const OpDef kLess = with_element(
+    emit_less, {"Less", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a < b; }); }});
 
-const OpDef kGreaterOrEqual{
-    "GreaterOrEqual", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
-      compare(c, [](auto a, auto b) { return a >= b; });
-    }};
-const OpDef kLessOrEqual{
-    "LessOrEqual", 2, 2, 1, 1, types_compare, shapes_broadcast, [](KernelCtx& c) {
-      compare(c, [](auto a, auto b) { return a <= b; });
-    }};
+const OpDef kGreaterOrEqual =
+    with_element(emit_greater_or_equal,
+                 {"GreaterOrEqual", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                  [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a >= b; }); }});
+const OpDef kLessOrEqual = with_element(
+    emit_less_or_equal, {"LessOrEqual", 2, 2, 1, 1, types_compare, shapes_broadcast,
+                         [](KernelCtx& c) { compare(c, [](auto a, auto b) { return a <= b; }); }});
 
-const OpDef kAnd{"And", 2, 2, 1, 1, types_logical, shapes_broadcast, [](KernelCtx& c) {
-                   logical(c, [](bool a, bool b) { return a && b; });
-                 }};
-const OpDef kOr{"Or", 2, 2, 1, 1, types_logical, shapes_broadcast, [](KernelCtx& c) {
-                  logical(c, [](bool a, bool b) { return a || b; });
-                }};
-const OpDef kXor{"Xor", 2, 2, 1, 1, types_logical, shapes_broadcast, [](KernelCtx& c) {
-                   logical(c, [](bool a, bool b) { return a != b; });
-                 }};
+const OpDef kAnd = with_element(
+    emit_and, {"And", 2, 2, 1, 1, types_logical, shapes_broadcast,
+               [](KernelCtx& c) { logical(c, [](bool a, bool b) { return a && b; }); }});
+const OpDef kOr = with_element(
+    emit_or, {"Or", 2, 2, 1, 1, types_logical, shapes_broadcast,
+              [](KernelCtx& c) { logical(c, [](bool a, bool b) { return a || b; }); }});
+const OpDef kXor = with_element(
+    emit_xor, {"Xor", 2, 2, 1, 1, types_logical, shapes_broadcast,
+               [](KernelCtx& c) { logical(c, [](bool a, bool b) { return a != b; }); }});
 
 // Mod(a, b) {fmod}: floats need fmod=1 (std::fmod); integer modulo by zero is an error.
 const OpDef kMod{"Mod",
@@ -246,67 +337,61 @@ const OpDef kMod{"Mod",
                  }};
 
 // Sum and Mean: variadic with broadcasting, floats only (as in ONNX).
-const OpDef kSum{"Sum", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
-                   fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
-                 }};
-const OpDef kMean{"Mean", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
-                    fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
-                    visit_float(c.out[0].dtype(), [&]<class T>() {
-                      const T n = static_cast<T>(c.in.size());
-                      T* y = c.out[0].data<T>();
-                      for (int64_t i = 0, m = c.out[0].numel(); i < m; ++i) y[i] /= n;
-                    });
-                  }};
+const OpDef kSum = with_element(
+    emit_sum, {"Sum", 1, 64, 1, 1, types_float_variadic, shapes_broadcast,
+               [](KernelCtx& c) { fold(c, [](auto a, auto b) -> decltype(a) { return a + b; }); }});
+const OpDef kMean = with_element(
+    emit_mean, {"Mean", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
+                  fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                  visit_float(c.out[0].dtype(), [&]<class T>() {
+                    const T n = static_cast<T>(c.in.size());
+                    T* y = c.out[0].data<T>();
+                    for (int64_t i = 0, m = c.out[0].numel(); i < m; ++i) y[i] /= n;
+                  });
+                }});
 
 // PRelu(x, slope): x < 0 ? slope * x : x, slope broadcasting to x's shape (one way only).
-const OpDef kPRelu{"PRelu",
-                   2,
-                   2,
-                   1,
-                   1,
-                   [](TypeCtx& c) {
-                     c.expect_one_of(0, {DType::f32, DType::f64, DType::i32, DType::i64});
-                     c.expect_same(0, 1);
-                     c.out[0] = c.in[0];
-                   },
-                   [](ShapeCtx& c) {
-                     SG_CHECK(broadcast_shapes(c.shape(0), c.shape(1)) == c.shape(0))
-                         << "slope of shape " << shape_str(c.shape(1))
-                         << " does not broadcast to x's shape " << shape_str(c.shape(0));
-                     c.out[0] = c.shape(0);
-                   },
-                   [](KernelCtx& c) {
-                     arith(c,
-                           [](auto x, auto slope) -> decltype(x) { return x < 0 ? slope * x : x; });
-                   }};
+const OpDef kPRelu = with_element(
+    emit_prelu, {"PRelu", 2, 2, 1, 1,
+                 [](TypeCtx& c) {
+                   c.expect_one_of(0, {DType::f32, DType::f64, DType::i32, DType::i64});
+                   c.expect_same(0, 1);
+                   c.out[0] = c.in[0];
+                 },
+                 [](ShapeCtx& c) {
+                   SG_CHECK(broadcast_shapes(c.shape(0), c.shape(1)) == c.shape(0))
+                       << "slope of shape " << shape_str(c.shape(1))
+                       << " does not broadcast to x's shape " << shape_str(c.shape(0));
+                   c.out[0] = c.shape(0);
+                 },
+                 [](KernelCtx& c) {
+                   arith(c,
+                         [](auto x, auto slope) -> decltype(x) { return x < 0 ? slope * x : x; });
+                 }});
 
 // Where(cond, x, y): three-way broadcast.
-const OpDef kWhere{"Where",
-                   3,
-                   3,
-                   1,
-                   1,
-                   [](TypeCtx& c) {
-                     c.expect_one_of(0, {DType::boolean});
-                     c.expect_same(1, 2);
-                     c.out[0] = c.in[1];
-                   },
-                   shapes_broadcast,
-                   [](KernelCtx& c) {
-                     const Shape& os = c.out[0].shape();
-                     const std::array<Shape, 3> st{broadcast_strides(c.in[0].shape(), os),
-                                                   broadcast_strides(c.in[1].shape(), os),
-                                                   broadcast_strides(c.in[2].shape(), os)};
-                     const bool* cond = c.in[0].data<bool>();
-                     visit_dtype(c.in[1].dtype(), [&]<class T>() {
-                       const T* x = c.in[1].data<T>();
-                       const T* y = c.in[2].data<T>();
-                       T* o = c.out[0].data<T>();
-                       for_each_broadcast<3>(os, st,
-                                             [&](int64_t i, const std::array<int64_t, 3>& f) {
-                                               o[i] = cond[f[0]] ? x[f[1]] : y[f[2]];
-                                             });
+const OpDef kWhere = with_element(
+    emit_where, {"Where", 3, 3, 1, 1,
+                 [](TypeCtx& c) {
+                   c.expect_one_of(0, {DType::boolean});
+                   c.expect_same(1, 2);
+                   c.out[0] = c.in[1];
+                 },
+                 shapes_broadcast,
+                 [](KernelCtx& c) {
+                   const Shape& os = c.out[0].shape();
+                   const std::array<Shape, 3> st{broadcast_strides(c.in[0].shape(), os),
+                                                 broadcast_strides(c.in[1].shape(), os),
+                                                 broadcast_strides(c.in[2].shape(), os)};
+                   const bool* cond = c.in[0].data<bool>();
+                   visit_dtype(c.in[1].dtype(), [&]<class T>() {
+                     const T* x = c.in[1].data<T>();
+                     const T* y = c.in[2].data<T>();
+                     T* o = c.out[0].data<T>();
+                     for_each_broadcast<3>(os, st, [&](int64_t i, const std::array<int64_t, 3>& f) {
+                       o[i] = cond[f[0]] ? x[f[1]] : y[f[2]];
                      });
-                   }};
+                   });
+                 }});
 
 }  // namespace sgraph::ops

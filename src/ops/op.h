@@ -4,6 +4,8 @@
 //   types  — output dtypes from input dtypes and attributes; throws sgraph::Error on a type error
 //   shapes — output shapes from input shapes, attributes and, for shape-valued inputs, their values
 //   run    — the reference kernel: fills outputs already allocated with the inferred shapes
+//   element — (elementwise ops, optional) the JIT element emitter: one output element from the
+//             operands' elements at the matching (broadcast) index; see src/jit/element.h
 // An op whose output is a view of input 0 (Reshape, Squeeze, ...) sets `view` and no `run`.
 // Errors thrown here carry no node name: the caller (builder, verifier, interpreter) adds it.
 #pragma once
@@ -15,7 +17,16 @@
 
 #include "sgraph/graph.h"
 
+namespace llvm {
+class Value;
+}  // namespace llvm
+
 namespace sgraph::ops {
+
+struct ElementCtx;  // src/jit/element.h
+// A JIT element emitter: returns the op's output element from its operands' elements (nullptr
+// where an operand is absent), or nullptr when it does not handle the operands' dtypes.
+using ElementFn = llvm::Value* (*)(ElementCtx&, std::span<llvm::Value* const> operands);
 
 struct TypeCtx {
   const Node& node;
@@ -67,9 +78,16 @@ struct OpDef {
   // The kernel sets its outputs itself (control flow: shapes are known only when it runs);
   // shapes() is used at graph-build time only.
   bool makes_outputs = false;
+  ElementFn element = nullptr;  // the JIT element emitter, for elementwise ops
 };
 
 const OpDef& op_def(OpKind op);
+
+// `def` with its JIT element emitter: const OpDef kAdd = with_element(emit_add, {"Add", ...});
+constexpr OpDef with_element(ElementFn element, OpDef def) {
+  def.element = element;
+  return def;
+}
 
 // ---- shared helpers ------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "jit/element.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -91,76 +92,159 @@ double finite_attr(const KernelCtx& c, std::string_view name, double dflt) {
   return v;
 }
 
-#define SG_FLOAT_UNARY(Name, expr)                                       \
-  extern const OpDef k##Name;                                            \
-  const OpDef k##Name {                                                  \
-#Name, 1, 1, 1, 1, types_float_same, shapes_same_as_input0,          \
-        [](KernelCtx & c) { map_float(c, [](auto x) { return expr; }); } \
+// ---- JIT element emitters (src/jit/element.h) ---------------------------------------------
+
+using llvm::Value;
+
+// fn(x) through libm / libmvec.
+#define SG_MATH(fn) [](ElementCtx& c, Operands x) { return c.math(#fn, x); }
+// An LLVM intrinsic on x.
+#define SG_INTRINSIC(id) \
+  [](ElementCtx& c, Operands x) { return c.intrinsic(llvm::Intrinsic::id, x); }
+
+// 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, giving 0 as it should.
+Value* emit_sigmoid(ElementCtx& c, Operands x) {
+  Value* e = c.math("exp", c.b.CreateFNeg(x[0]));
+  return c.b.CreateFDiv(c.constant(1), c.b.CreateFAdd(c.constant(1), e));
+}
+// x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)), i.e. max(x, 0) + log1p(exp(-|x|)).
+Value* emit_softplus_of(ElementCtx& c, Value* x) {
+  Value* t = c.math("log1p", c.math("exp", c.b.CreateFNeg(c.intrinsic(llvm::Intrinsic::fabs, x))));
+  return c.b.CreateSelect(c.b.CreateFCmpOGT(x, c.constant(0)), c.b.CreateFAdd(x, t), t);
+}
+Value* emit_softplus(ElementCtx& c, Operands x) { return emit_softplus_of(c, x[0]); }
+Value* emit_mish(ElementCtx& c, Operands x) {
+  return c.b.CreateFMul(c.math("tanh", emit_softplus_of(c, x[0])), x[0]);
+}
+Value* emit_softsign(ElementCtx& c, Operands x) {
+  Value* d = c.b.CreateFAdd(c.constant(1), c.intrinsic(llvm::Intrinsic::fabs, x[0]));
+  return c.b.CreateFDiv(x[0], d);
+}
+Value* emit_reciprocal(ElementCtx& c, Operands x) { return c.b.CreateFDiv(c.constant(1), x[0]); }
+// std::max(lo, std::min(hi, v)) exactly as the reference (NaN v gives hi).
+Value* clamp_like_std(ElementCtx& c, Value* v, Value* lo, Value* hi) {
+  Value* m = c.b.CreateSelect(c.b.CreateFCmpOLT(v, hi), v, hi);
+  return c.b.CreateSelect(c.b.CreateFCmpOLT(lo, m), m, lo);
+}
+Value* emit_hard_swish(ElementCtx& c, Operands x) {
+  Value* v = c.b.CreateFAdd(c.b.CreateFDiv(x[0], c.constant(6)), c.constant(0.5));
+  return c.b.CreateFMul(x[0], clamp_like_std(c, v, c.constant(0), c.constant(1)));
+}
+Value* emit_hard_sigmoid(ElementCtx& c, Operands x) {
+  Value* v = c.b.CreateFMul(c.constant(c.attrs().get_float("alpha", 0.2)), x[0]);
+  v = c.b.CreateFAdd(v, c.constant(c.attrs().get_float("beta", 0.5)));
+  return clamp_like_std(c, v, c.constant(0), c.constant(1));
+}
+
+Value* emit_neg(ElementCtx& c, Operands x) {
+  return c.is_float() ? c.b.CreateFNeg(x[0]) : c.b.CreateNeg(x[0]);
+}
+Value* emit_abs(ElementCtx& c, Operands x) {
+  if (c.is_float()) return c.intrinsic(llvm::Intrinsic::fabs, x[0]);
+  if (c.is_unsigned()) return x[0];
+  Value* args[] = {x[0], c.b.getFalse()};  // abs(INT_MIN) wraps, as in the reference
+  return c.intrinsic(llvm::Intrinsic::abs, args);
+}
+Value* emit_relu(ElementCtx& c, Operands x) {
+  Value* zero = c.constant(0);
+  Value* pos = c.is_float() ? c.b.CreateFCmpOGT(x[0], zero) : c.b.CreateICmpSGT(x[0], zero);
+  return c.b.CreateSelect(pos, x[0], zero);
+}
+Value* emit_leaky_relu(ElementCtx& c, Operands x) {
+  Value* neg = c.b.CreateFMul(c.constant(c.attrs().get_float("alpha", 0.01)), x[0]);
+  return c.b.CreateSelect(c.b.CreateFCmpOGE(x[0], c.constant(0)), x[0], neg);
+}
+// x < lo ? lo : (x > hi ? hi : x), an absent bound never applying.
+Value* emit_clip(ElementCtx& c, Operands x) {
+  const bool f = c.is_float(), u = c.is_unsigned();
+  Value* r = x[0];
+  if (x.size() > 2 && x[2]) {
+    Value* above = f ? c.b.CreateFCmpOGT(x[0], x[2])
+                     : (u ? c.b.CreateICmpUGT(x[0], x[2]) : c.b.CreateICmpSGT(x[0], x[2]));
+    r = c.b.CreateSelect(above, x[2], r);
   }
+  if (x.size() > 1 && x[1]) {
+    Value* below = f ? c.b.CreateFCmpOLT(x[0], x[1])
+                     : (u ? c.b.CreateICmpULT(x[0], x[1]) : c.b.CreateICmpSLT(x[0], x[1]));
+    r = c.b.CreateSelect(below, x[1], r);
+  }
+  return r;
+}
+
+#define SG_FLOAT_UNARY(Name, expr, emit)                                              \
+  extern const OpDef k##Name;                                                         \
+  const OpDef k##Name =                                                               \
+      with_element(emit, {#Name, 1, 1, 1, 1, types_float_same, shapes_same_as_input0, \
+                          [](KernelCtx& c) { map_float(c, [](auto x) { return expr; }); }})
 
 }  // namespace
 
-SG_FLOAT_UNARY(Sqrt, std::sqrt(x));
-SG_FLOAT_UNARY(Exp, std::exp(x));
-SG_FLOAT_UNARY(Log, std::log(x));
-SG_FLOAT_UNARY(Erf, std::erf(x));
-SG_FLOAT_UNARY(Tanh, std::tanh(x));
-SG_FLOAT_UNARY(Sigmoid, sigmoid(x));
-SG_FLOAT_UNARY(Acos, std::acos(x));
-SG_FLOAT_UNARY(Acosh, std::acosh(x));
-SG_FLOAT_UNARY(Asin, std::asin(x));
-SG_FLOAT_UNARY(Asinh, std::asinh(x));
-SG_FLOAT_UNARY(Atan, std::atan(x));
-SG_FLOAT_UNARY(Atanh, std::atanh(x));
-SG_FLOAT_UNARY(Cos, std::cos(x));
-SG_FLOAT_UNARY(Cosh, std::cosh(x));
-SG_FLOAT_UNARY(Sin, std::sin(x));
-SG_FLOAT_UNARY(Sinh, std::sinh(x));
-SG_FLOAT_UNARY(Tan, std::tan(x));
-SG_FLOAT_UNARY(Ceil, std::ceil(x));
-SG_FLOAT_UNARY(Floor, std::floor(x));
-SG_FLOAT_UNARY(Round, std::nearbyint(x));  // halves to even (the default rounding mode)
-SG_FLOAT_UNARY(Reciprocal, 1 / x);
-SG_FLOAT_UNARY(Softplus, softplus(x));
-SG_FLOAT_UNARY(Softsign, x / (1 + std::abs(x)));
-SG_FLOAT_UNARY(Mish, std::tanh(softplus(x)) * x);
-SG_FLOAT_UNARY(HardSwish, hard_swish(x));
+SG_FLOAT_UNARY(Sqrt, std::sqrt(x), SG_INTRINSIC(sqrt));
+SG_FLOAT_UNARY(Exp, std::exp(x), SG_MATH(exp));
+SG_FLOAT_UNARY(Log, std::log(x), SG_MATH(log));
+SG_FLOAT_UNARY(Erf, std::erf(x), SG_MATH(erf));
+SG_FLOAT_UNARY(Tanh, std::tanh(x), SG_MATH(tanh));
+SG_FLOAT_UNARY(Sigmoid, sigmoid(x), emit_sigmoid);
+SG_FLOAT_UNARY(Acos, std::acos(x), SG_MATH(acos));
+SG_FLOAT_UNARY(Acosh, std::acosh(x), SG_MATH(acosh));
+SG_FLOAT_UNARY(Asin, std::asin(x), SG_MATH(asin));
+SG_FLOAT_UNARY(Asinh, std::asinh(x), SG_MATH(asinh));
+SG_FLOAT_UNARY(Atan, std::atan(x), SG_MATH(atan));
+SG_FLOAT_UNARY(Atanh, std::atanh(x), SG_MATH(atanh));
+SG_FLOAT_UNARY(Cos, std::cos(x), SG_MATH(cos));
+SG_FLOAT_UNARY(Cosh, std::cosh(x), SG_MATH(cosh));
+SG_FLOAT_UNARY(Sin, std::sin(x), SG_MATH(sin));
+SG_FLOAT_UNARY(Sinh, std::sinh(x), SG_MATH(sinh));
+SG_FLOAT_UNARY(Tan, std::tan(x), SG_MATH(tan));
+SG_FLOAT_UNARY(Ceil, std::ceil(x), SG_INTRINSIC(ceil));
+SG_FLOAT_UNARY(Floor, std::floor(x), SG_INTRINSIC(floor));
+// Halves to even (the default rounding mode), which is what llvm.roundeven does in any mode.
+SG_FLOAT_UNARY(Round, std::nearbyint(x), SG_INTRINSIC(roundeven));
+SG_FLOAT_UNARY(Reciprocal, 1 / x, emit_reciprocal);
+SG_FLOAT_UNARY(Softplus, softplus(x), emit_softplus);
+SG_FLOAT_UNARY(Softsign, x / (1 + std::abs(x)), emit_softsign);
+SG_FLOAT_UNARY(Mish, std::tanh(softplus(x)) * x, emit_mish);
+SG_FLOAT_UNARY(HardSwish, hard_swish(x), emit_hard_swish);
 
 extern const OpDef kNeg;
-const OpDef kNeg{"Neg", 1, 1, 1, 1, types_signed, shapes_same_as_input0, [](KernelCtx& c) {
-                   map_numeric(c, [](auto x) -> decltype(x) { return -x; });
-                 }};
+const OpDef kNeg = with_element(
+    emit_neg, {"Neg", 1, 1, 1, 1, types_signed, shapes_same_as_input0,
+               [](KernelCtx& c) { map_numeric(c, [](auto x) -> decltype(x) { return -x; }); }});
 
 extern const OpDef kAbs;
-const OpDef kAbs{"Abs", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
-                   map_numeric(c, [](auto x) -> decltype(x) { return x < 0 ? -x : x; });
-                 }};
+const OpDef kAbs = with_element(
+    emit_abs, {"Abs", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
+                 map_numeric(c, [](auto x) -> decltype(x) { return x < 0 ? -x : x; });
+               }});
 
 extern const OpDef kRelu;
-const OpDef kRelu{"Relu", 1, 1, 1, 1, types_signed, shapes_same_as_input0, [](KernelCtx& c) {
-                    map_numeric(c, [](auto x) -> decltype(x) { return x > 0 ? x : 0; });
-                  }};
+const OpDef kRelu = with_element(
+    emit_relu, {"Relu", 1, 1, 1, 1, types_signed, shapes_same_as_input0, [](KernelCtx& c) {
+                  map_numeric(c, [](auto x) -> decltype(x) { return x > 0 ? x : 0; });
+                }});
 
 extern const OpDef kLeakyRelu;
-const OpDef kLeakyRelu{
-    "LeakyRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-      const double alpha = c.attrs().get_float("alpha", 0.01);
-      map_float(c, [alpha](auto x) -> decltype(x) {
-        return x >= 0 ? x : static_cast<decltype(x)>(alpha) * x;
-      });
-    }};
+const OpDef kLeakyRelu = with_element(
+    emit_leaky_relu,
+    {"LeakyRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+       const double alpha = c.attrs().get_float("alpha", 0.01);
+       map_float(c, [alpha](auto x) -> decltype(x) {
+         return x >= 0 ? x : static_cast<decltype(x)>(alpha) * x;
+       });
+     }});
 
 extern const OpDef kHardSigmoid;
-const OpDef kHardSigmoid{
-    "HardSigmoid", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-      const double alpha = c.attrs().get_float("alpha", 0.2);
-      const double beta = c.attrs().get_float("beta", 0.5);
-      map_float(c, [=](auto x) -> decltype(x) {
-        using T = decltype(x);
-        const T v = static_cast<T>(alpha) * x + static_cast<T>(beta);
-        return std::max(T(0), std::min(T(1), v));
-      });
-    }};
+const OpDef kHardSigmoid = with_element(
+    emit_hard_sigmoid,
+    {"HardSigmoid", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+       const double alpha = c.attrs().get_float("alpha", 0.2);
+       const double beta = c.attrs().get_float("beta", 0.5);
+       map_float(c, [=](auto x) -> decltype(x) {
+         using T = decltype(x);
+         const T v = static_cast<T>(alpha) * x + static_cast<T>(beta);
+         return std::max(T(0), std::min(T(1), v));
+       });
+     }});
 
 // Sign: -1, 0 or 1 in the input's dtype; NaN stays NaN.
 extern const OpDef kSign;
@@ -255,37 +339,34 @@ const OpDef kNot{"Not",
 
 // Clip(x, min?, max?): bounds are optional scalar inputs (ONNX 11+).
 extern const OpDef kClip;
-const OpDef kClip{"Clip",
-                  1,
-                  3,
-                  1,
-                  1,
-                  [](TypeCtx& c) {
-                    c.expect_numeric(0);
-                    for (size_t i = 1; i < c.in.size(); ++i)
-                      if (c.has(i)) c.expect_same(0, i);
-                    types_same_as_input0(c);
-                  },
-                  [](ShapeCtx& c) {
-                    for (size_t i = 1; i < c.in.size(); ++i)
-                      SG_CHECK(!c.has(i) || numel(c.shape(i)) == 1)
-                          << "Clip bound " << i << " must be a scalar, got shape "
-                          << shape_str(c.shape(i));
-                    shapes_same_as_input0(c);
-                  },
-                  [](KernelCtx& c) {
-                    visit_dtype(c.in[0].dtype(), [&]<class T>() {
-                      if constexpr (!std::is_same_v<T, bool>) {
-                        T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
-                        if (c.has(1)) lo = c.in[1].data<T>()[0];
-                        if (c.has(2)) hi = c.in[2].data<T>()[0];
-                        const T* x = c.in[0].data<T>();
-                        T* y = c.out[0].data<T>();
-                        for (int64_t i = 0, n = c.in[0].numel(); i < n; ++i)
-                          y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
-                      }
-                    });
-                  }};
+const OpDef kClip = with_element(
+    emit_clip, {"Clip", 1, 3, 1, 1,
+                [](TypeCtx& c) {
+                  c.expect_numeric(0);
+                  for (size_t i = 1; i < c.in.size(); ++i)
+                    if (c.has(i)) c.expect_same(0, i);
+                  types_same_as_input0(c);
+                },
+                [](ShapeCtx& c) {
+                  for (size_t i = 1; i < c.in.size(); ++i)
+                    SG_CHECK(!c.has(i) || numel(c.shape(i)) == 1)
+                        << "Clip bound " << i << " must be a scalar, got shape "
+                        << shape_str(c.shape(i));
+                  shapes_same_as_input0(c);
+                },
+                [](KernelCtx& c) {
+                  visit_dtype(c.in[0].dtype(), [&]<class T>() {
+                    if constexpr (!std::is_same_v<T, bool>) {
+                      T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+                      if (c.has(1)) lo = c.in[1].data<T>()[0];
+                      if (c.has(2)) hi = c.in[2].data<T>()[0];
+                      const T* x = c.in[0].data<T>();
+                      T* y = c.out[0].data<T>();
+                      for (int64_t i = 0, n = c.in[0].numel(); i < n; ++i)
+                        y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+                    }
+                  });
+                }});
 
 // Cast(x) {to = ONNX data type code}. Float to integer truncates toward zero; to bool is x != 0.
 extern const OpDef kCast;

@@ -86,6 +86,8 @@ std::string Report::to_json() const {
   j["planned"] = planned;
   j["replans"] = replans;
   j["steps"] = steps;
+  j["kernel_calls"] = kernel_calls;
+  j["guard_misses"] = guard_misses;
   j["ops"] = nlohmann::ordered_json::array();
   for (const OpReport& o : ops) {
     nlohmann::ordered_json e;

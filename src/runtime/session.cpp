@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "jit/region_compiler.h"
 #include "runtime/debug.h"
 #include "runtime/executable_graph.h"
 #include "runtime/interpreter.h"
@@ -111,6 +112,7 @@ struct Session::Impl {
     partition = build_regions(graph, stable, RegionOptions{options.min_region_ops});
     record_value_shapes();
     std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
+    exec.reset();
     std::vector<RegionPlan> plans;
     for (const Region& r : partition.regions) {
       auto same = std::find_if(old.begin(), old.end(),
@@ -118,9 +120,15 @@ struct Session::Impl {
       if (same != old.end()) {  // unchanged region: keep its kernel and counters
         same->misses_since_plan = 0;
         plans.push_back(std::move(*same));
+        same->fn = nullptr;  // now owned by the new plan
         continue;
       }
       plans.push_back(make_plan(r));
+    }
+    for (const RegionPlan& gone : old) {  // regions not kept: free their code, keep their counts
+      if (gone.fn != nullptr && jit) jit->remove(gone.kernel_handle);
+      dropped_calls += gone.kernel_calls;
+      dropped_misses += gone.guard_misses;
     }
     exec = std::make_unique<ExecutableGraph>(graph, std::move(plans));
     size_t n_stable = 0;
@@ -157,8 +165,31 @@ struct Session::Impl {
     return p;
   }
 
-  // 4. compile: one fused kernel per region. Until the JIT lands, regions are interpreted.
-  void compile(RegionPlan& p) { p.why_interpreted = "no JIT in this build yet"; }
+  // 4. compile: one fused kernel per region; a region the JIT cannot compile stays interpreted,
+  // with the reason in the report.
+  void compile(RegionPlan& p) {
+    if (!options.jit) {
+      p.why_interpreted = "JIT disabled";
+      return;
+    }
+    try {
+      if (!jit) jit = jit::Jit::create();
+      const std::string name = "sg_region_" + std::to_string(next_kernel++);
+      jit::CompiledRegion c = jit::compile_region(*jit, graph, p.region, value_shapes, name);
+      if (c.kernel.fn == nullptr) {
+        p.why_interpreted = c.why_not;
+        return;
+      }
+      p.fn = c.kernel.fn;
+      p.kernel_handle = c.kernel.handle;
+      p.compile_ms += c.compile_ms;
+      ++p.compiles;
+      SG_LOG(2) << "compiled " << name << " (" << p.region.nodes.size() << " ops) in "
+                << c.compile_ms << " ms";
+    } catch (const Error& e) {
+      p.why_interpreted = e.what();
+    }
+  }
 
   Report report() const {
     Report rep;
@@ -167,6 +198,8 @@ struct Session::Impl {
     rep.planned = exec != nullptr;
     rep.replans = replans;
     rep.steps = exec ? exec->num_steps() : graph.nodes.size();
+    rep.kernel_calls = dropped_calls;
+    rep.guard_misses = dropped_misses;
     auto names = [&](const std::vector<ValueId>& ids) {
       std::vector<std::string> out;
       for (ValueId v : ids)
@@ -213,6 +246,8 @@ struct Session::Impl {
       rr.compile_ms = plan.compile_ms;
       rr.kernel_calls = plan.kernel_calls;
       rr.guard_misses = plan.guard_misses;
+      rep.kernel_calls += plan.kernel_calls;
+      rep.guard_misses += plan.guard_misses;
       rep.regions.push_back(std::move(rr));
     }
     return rep;
@@ -226,8 +261,11 @@ struct Session::Impl {
   std::unique_ptr<ServingShapes> serving;
   Partition partition;
   std::vector<Shape> value_shapes;
+  std::unique_ptr<jit::Jit> jit;  // declared before exec: outlives the kernels exec calls
+  int next_kernel = 0;
   std::unique_ptr<ExecutableGraph> exec;
   int runs = 0, replans = 0;
+  int64_t dropped_calls = 0, dropped_misses = 0;  // counters of regions re-planned away
   std::vector<OpTime> times;
 };
 

@@ -1,0 +1,199 @@
+// The ORC LLJIT wrapper (see jit.h). Vector math: glibc's libmvec exports
+// _ZGV<isa>N<lanes><'v' per argument>_<libm name> (isa 'e' = AVX-512, 'd' = AVX2); each variant the
+// host can run is registered as a TargetLibraryInfo VecDesc, so the loop vectoriser replaces a
+// call to a libm function that does not access memory by the vector variant.
+#include "jit/jit.h"
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <deque>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+#include "runtime/debug.h"
+#include "sgraph/error.h"
+
+namespace sgraph::jit {
+namespace {
+
+// The one place an llvm::Error becomes an sgraph::Error.
+void check(llvm::Error err, std::string_view what) {
+  if (err) SG_FAIL() << "JIT: " << what << ": " << llvm::toString(std::move(err));
+}
+template <class T>
+T take(llvm::Expected<T> value, std::string_view what) {
+  check(value.takeError(), what);
+  return std::move(*value);
+}
+
+// libm functions with libmvec variants (glibc 2.35+), and their argument counts.
+constexpr std::pair<const char*, int> kVectorMath[] = {
+    {"exp", 1},   {"log", 1},  {"tanh", 1}, {"erf", 1},   {"pow", 2},   {"expm1", 1},
+    {"log1p", 1}, {"sin", 1},  {"cos", 1},  {"tan", 1},   {"asin", 1},  {"acos", 1},
+    {"atan", 1},  {"sinh", 1}, {"cosh", 1}, {"asinh", 1}, {"acosh", 1}, {"atanh", 1}};
+
+}  // namespace
+
+struct Jit::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> lljit;
+  std::unique_ptr<llvm::TargetMachine> tm;  // the optimiser's view of the host
+  llvm::TargetLibraryInfoImpl tlii;
+  std::deque<std::string> vec_names;  // the strings tlii's VecDescs point to
+  bool vector_math = false;
+  std::mutex mu;  // guards everything below and compilation
+  std::unordered_map<uint64_t, llvm::orc::ResourceTrackerSP> trackers;
+  uint64_t next_handle = 1;
+  bool keep_ir = false;
+  std::string last_ir;
+
+  // Registers libmvec's variants for the ISAs the host has, for `name`f (f32) and `name` (f64)
+  // and their llvm.* intrinsic spellings.
+  void add_vector_math() {
+    const std::string features = tm->getTargetFeatureString().str();
+    std::vector<std::pair<char, int>> isas;  // (libmvec ISA letter, vector bits)
+    if (features.find("+avx512f") != std::string::npos) isas.push_back({'e', 512});
+    if (features.find("+avx2") != std::string::npos) isas.push_back({'d', 256});
+    std::vector<llvm::VecDesc> descs;
+    auto keep = [&](std::string s) -> llvm::StringRef { return vec_names.emplace_back(s); };
+    for (auto [name, args] : kVectorMath) {
+      for (int bits : {32, 64}) {
+        const std::string scalar = std::string(name) + (bits == 32 ? "f" : "");
+        const std::string intrinsic = "llvm." + std::string(name) + (bits == 32 ? ".f32" : ".f64");
+        for (auto [isa, width] : isas) {
+          const unsigned lanes = static_cast<unsigned>(width / bits);
+          const std::string params = std::to_string(lanes) + std::string(args, 'v');
+          const llvm::StringRef vec =
+              keep("_ZGV" + std::string(1, isa) + "N" + params + "_" + scalar);
+          const llvm::StringRef abi = keep("_ZGV_LLVM_N" + params);
+          const auto vf = llvm::ElementCount::getFixed(lanes);
+          descs.emplace_back(keep(scalar), vec, vf, false, abi);
+          descs.emplace_back(keep(intrinsic), vec, vf, false, abi);
+        }
+      }
+    }
+    tlii.addVectorizableFunctions(descs);
+    vector_math = !isas.empty();
+  }
+
+  void optimise(llvm::Module& m) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions options;
+    options.LoopVectorization = true;
+    options.SLPVectorization = true;
+    llvm::PassBuilder pb(tm.get(), options);
+    // Registered before the defaults, so the pipeline sees the libmvec mappings.
+    fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+  }
+};
+
+std::unique_ptr<Jit> Jit::create() {
+  static std::once_flag init;
+  std::call_once(init, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto impl = std::make_unique<Impl>();
+  auto jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  impl->tm = take(jtmb.createTargetMachine(), "creating the target machine");
+  impl->lljit =
+      take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating the JIT");
+  impl->tlii = llvm::TargetLibraryInfoImpl(impl->tm->getTargetTriple());
+  llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
+  const char prefix = impl->lljit->getDataLayout().getGlobalPrefix();
+  // libmvec (loaded permanently: plain -lmvec links are dropped as unneeded), then the process
+  // (libm's scalar functions for loop remainders, memcpy, ...).
+  auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", prefix);
+  if (mvec) {
+    main.addGenerator(std::move(*mvec));
+    impl->add_vector_math();
+  } else {
+    SG_LOG(1) << "JIT: libmvec not available, math calls stay scalar: "
+              << llvm::toString(mvec.takeError());
+  }
+  main.addGenerator(take(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix),
+                         "searching the process for symbols"));
+  return std::unique_ptr<Jit>(new Jit(std::move(impl)));
+}
+
+Jit::Jit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Jit::~Jit() = default;
+
+Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
+                     const std::string& name) {
+  // Owned together at once, so the module is always destroyed before its context.
+  llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
+  std::lock_guard lock(impl_->mu);
+  Impl& j = *impl_;
+  llvm::Module& m = *tsm.getModuleUnlocked();
+  m.setTargetTriple(j.lljit->getTargetTriple().str());
+  m.setDataLayout(j.lljit->getDataLayout());
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  SG_CHECK(!llvm::verifyModule(m, &os)) << "JIT: kernel '" << name << "' is invalid: " << problems;
+  j.optimise(m);
+  if (j.keep_ir || debug_level() >= 3) {
+    j.last_ir.clear();
+    llvm::raw_string_ostream ir(j.last_ir);
+    m.print(ir, nullptr);
+    SG_LOG(3) << "kernel " << name << ", optimised IR:\n" << j.last_ir;
+  }
+  llvm::orc::ResourceTrackerSP rt = j.lljit->getMainJITDylib().createResourceTracker();
+  llvm::Error added = j.lljit->addIRModule(rt, std::move(tsm));
+  llvm::Expected<llvm::orc::ExecutorAddr> addr =
+      added ? llvm::Expected<llvm::orc::ExecutorAddr>(std::move(added)) : j.lljit->lookup(name);
+  if (!addr) {
+    llvm::Error err = addr.takeError();
+    llvm::consumeError(rt->remove());  // a failed kernel's symbols stay broken until removed
+    check(std::move(err), "compiling kernel '" + name + "'");
+  }
+  const uint64_t handle = j.next_handle++;
+  j.trackers.emplace(handle, std::move(rt));
+  return {addr->toPtr<KernelFn>(), handle};
+}
+
+void Jit::remove(uint64_t handle) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->trackers.find(handle);
+  if (it == impl_->trackers.end()) return;
+  llvm::orc::ResourceTrackerSP rt = std::move(it->second);
+  impl_->trackers.erase(it);
+  check(rt->remove(), "removing a kernel");
+}
+
+std::string Jit::target_triple() const { return impl_->lljit->getTargetTriple().str(); }
+std::string Jit::data_layout() const {
+  return impl_->lljit->getDataLayout().getStringRepresentation();
+}
+bool Jit::has_vector_math() const { return impl_->vector_math; }
+
+void Jit::keep_ir(bool on) {
+  std::lock_guard lock(impl_->mu);
+  impl_->keep_ir = on;
+}
+std::string Jit::last_ir() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->last_ir;
+}
+
+}  // namespace sgraph::jit

@@ -1,0 +1,70 @@
+// Jit: a thin wrapper over LLVM's ORC LLJIT that turns one LLVM module per region into a kernel.
+//
+//   std::unique_ptr<Jit> jit = Jit::create();
+//   auto ctx = std::make_unique<llvm::LLVMContext>();
+//   auto m = std::make_unique<llvm::Module>("r0", *ctx);
+//   m->setTargetTriple(jit->target_triple()); m->setDataLayout(jit->data_layout());
+//   ... emit `void r0(void* const* buffers, const int64_t* dims, void* ctx)` ...
+//   Jit::Kernel k = jit->add(std::move(ctx), std::move(m), "r0");
+//   k.fn(buffers, nullptr, nullptr);
+//   jit->remove(k.handle);        // frees its code; the name may be used again
+//
+// add() verifies the module, optimises it (new pass manager, O3, the host's TargetMachine) with
+// glibc's libmvec vector math registered, so loops calling expf/logf/tanhf/erff/powf/... become
+// 16-wide (AVX-512) or 8-wide (AVX2) calls, compiles it with its own ResourceTracker, and looks
+// the kernel up once. add and remove may be called from several threads (one compiles at a time).
+// Failures throw sgraph::Error; SGRAPH_DEBUG=3 logs each kernel's optimised IR. No LLVM header is
+// included here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace sgraph::jit {
+
+// A region kernel: buffers = the region's input data pointers, then its output data pointers, in
+// Region::inputs / Region::outputs order. dims and ctx are reserved (nullptr for now).
+using KernelFn = void (*)(void* const* buffers, const int64_t* dims, void* ctx);
+
+class Jit {
+ public:
+  static std::unique_ptr<Jit> create();  // throws sgraph::Error
+  ~Jit();
+  Jit(const Jit&) = delete;
+  Jit& operator=(const Jit&) = delete;
+
+  struct Kernel {
+    KernelFn fn = nullptr;
+    uint64_t handle = 0;
+  };
+  // Optimises `module`, compiles it and returns the function `name` it defines. Throws
+  // sgraph::Error when the module is invalid or fails to compile (the JIT stays usable).
+  Kernel add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
+             const std::string& name);
+  // Frees the kernel's code; it must not be running. Unknown handles are ignored.
+  void remove(uint64_t handle);
+
+  // For modules being built.
+  std::string target_triple() const;
+  std::string data_layout() const;
+  // Whether loops calling libm functions vectorise through libmvec (false without libmvec, or on
+  // a CPU with neither AVX2 nor AVX-512).
+  bool has_vector_math() const;
+
+  // The optimised IR of the last kernel added, kept only after keep_ir(true) (tests, tools).
+  void keep_ir(bool on);
+  std::string last_ir() const;
+
+ private:
+  struct Impl;
+  explicit Jit(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sgraph::jit

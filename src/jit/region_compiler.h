@@ -1,0 +1,60 @@
+// RegionCompiler: one fused LLVM kernel per region, from the graph and the region's static shapes.
+//
+//   std::string why = why_not_compilable(g, region);     // "" when it can be compiled
+//   CompiledRegion c = compile_region(jit, g, region, value_shapes, "region_0");
+//   void* buffers[] = {in0.raw_data(), ..., out0.raw_data(), ...};
+//   c.kernel.fn(buffers, nullptr, nullptr);
+//
+// Fusion composes element generators (the idea of XLA's elemental IR emitter): for each region
+// output the kernel runs one loop nest over the output's static shape (one loop per dim, the
+// innermost contiguous, constant trip counts) and generates the element at the current index:
+//   - a region input is loaded from its buffer, the index mapped by numpy broadcasting (leading
+//     dims dropped, size-1 dims read at 0; a one-element input at its only element), so the
+//     address stays affine in the loop counters and the innermost loop vectorises; one-element
+//     constants become IR constants;
+//   - a value made inside the region by an op with an element emitter (OpDef::element) is that
+//     emitter applied to its operands' elements, each at the broadcast-mapped index;
+//   - index ops are index maps: Identity/Reshape/Flatten/Squeeze/Unsqueeze read the input element
+//     at the same row-major offset (an affine load from a region input; delinearised with div/mod
+//     when the input is computed, unless the reshape only adds or drops size-1 dims), Transpose
+//     permutes the index, Expand broadcasts it.
+// Within one loop nest each (value, index) is generated once; with several outputs each output has
+// its own loop nest and values they share are computed again in each (a later slice can
+// materialise them). Buffer arguments are `noalias`: outputs must not overlap inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jit/jit.h"
+#include "runtime/region_builder.h"
+#include "sgraph/graph.h"
+
+namespace sgraph::jit {
+
+// True for the index ops the compiler maps itself (views, Transpose, Expand).
+bool maps_indices(OpKind op);
+
+// Why the region cannot be compiled, naming the first node at fault (an op with no element
+// emitter and no index map, an emitter that does not handle the node's dtypes, several outputs,
+// an unsupported dtype); "" when it can. Needs only the graph's dtypes, not shapes.
+std::string why_not_compilable(const Graph& g, const Region& r);
+inline bool can_compile(const Graph& g, const Region& r) {
+  return why_not_compilable(g, r).empty();
+}
+
+struct CompiledRegion {
+  Jit::Kernel kernel;     // kernel.fn is nullptr when the region was not compiled
+  double compile_ms = 0;  // building the IR, optimising, generating code
+  std::string why_not;    // why_not_compilable's answer when not compiled
+};
+
+// Compiles the region into the kernel `name` (unique among the JIT's live kernels).
+// value_shapes[v] is the static shape of value v, for every value the region reads or writes.
+// Kernel arguments: the data of r.inputs then of r.outputs, in that order (constants included,
+// even those folded into the code). Throws sgraph::Error when the shapes are inconsistent with the
+// graph (e.g. operands that do not broadcast) or LLVM fails.
+CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
+                              const std::vector<Shape>& value_shapes, const std::string& name);
+
+}  // namespace sgraph::jit

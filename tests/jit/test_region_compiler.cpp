@@ -1,0 +1,499 @@
+// The region compiler: every op with an element emitter, alone and followed by another op, on
+// broadcast, size-1, odd and large shapes; index ops in the middle of regions; several outputs.
+// Each region is compiled into one kernel and compared with the interpreter on random data.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "jit/region_compiler.h"
+#include "ops/op.h"
+#include "runtime/interpreter.h"
+#include "test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::jit;
+
+namespace {
+
+// Each value's shape as the interpreter runs (what the Session takes from its ShapeTracker).
+class ShapeRecorder : public OpObserver {
+ public:
+  explicit ShapeRecorder(const Graph& g) : shapes(g.values.size()) {}
+  void on_op(const OpEvent& e) override {
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (e.inputs[i].defined()) shapes[e.node.inputs[i]] = e.inputs[i].shape();
+    for (size_t i = 0; i < e.outputs.size(); ++i) shapes[e.node.outputs[i]] = e.outputs[i].shape();
+  }
+  std::vector<Shape> shapes;
+};
+
+// The region of all of g's nodes.
+Region whole_graph(const Graph& g) {
+  Region r;
+  std::vector<bool> made(g.values.size(), false);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    r.nodes.push_back(static_cast<int32_t>(n));
+    for (ValueId v : g.nodes[n].inputs)
+      if (v != kNoValue && !made[v]) r.inputs.push_back(v);
+    for (ValueId v : g.nodes[n].outputs) made[v] = true;
+  }
+  r.outputs = g.outputs;
+  for (auto* list : {&r.inputs, &r.outputs}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
+  return r;
+}
+
+Jit& shared_jit() {
+  static std::unique_ptr<Jit> jit = Jit::create();
+  return *jit;
+}
+
+bool compiled(const CompiledRegion& c) { return c.kernel.fn != nullptr; }
+
+std::string fresh_name() {
+  static std::atomic<int> counter{0};
+  return "test_region_" + std::to_string(counter++);
+}
+
+struct RegionRun {
+  std::vector<Tensor> got, want;  // in graph-output order
+  CompiledRegion compiled;
+};
+
+// Runs g's nodes as one compiled region and through the interpreter.
+RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds, Jit& jit = shared_jit()) {
+  ShapeRecorder shapes(g);
+  OpObserver* observers[] = {&shapes};
+  RegionRun run;
+  run.want = Interpreter(g).run(feeds, observers);
+  const Region r = whole_graph(g);
+  run.compiled = compile_region(jit, g, r, shapes.shapes, fresh_name());
+  REQUIRE_MESSAGE(compiled(run.compiled), run.compiled.why_not);
+  std::vector<void*> buffers;
+  for (ValueId v : r.inputs) {
+    const Tensor* t = &g.value(v).initializer;
+    if (!t->defined()) {
+      const auto at = std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin();
+      t = &feeds.at(at);
+    }
+    buffers.push_back(const_cast<void*>(t->raw_data()));
+  }
+  std::vector<Tensor> outs;
+  for (ValueId v : r.outputs) {
+    outs.emplace_back(g.value(v).dtype, shapes.shapes[v]);
+    buffers.push_back(outs.back().raw_data());
+  }
+  run.compiled.kernel.fn(buffers.data(), nullptr, nullptr);
+  jit.remove(run.compiled.kernel.handle);
+  for (ValueId v : g.outputs)
+    run.got.push_back(outs[std::find(r.outputs.begin(), r.outputs.end(), v) - r.outputs.begin()]);
+  return run;
+}
+
+void check_region(const Graph& g, const std::vector<Tensor>& feeds, double rtol = 1e-5,
+                  double atol = 1e-6) {
+  const RegionRun run = run_region(g, feeds);
+  REQUIRE(run.got.size() == run.want.size());
+  for (size_t i = 0; i < run.got.size(); ++i)
+    test::check_tensors_close(run.got[i], run.want[i], rtol, atol);
+}
+
+Tensor random_of(DType t, const Shape& s, uint32_t seed, float lo, float hi) {
+  const Tensor f = test::random_f32(s, seed, lo, hi);
+  if (t == DType::f32) return f;
+  Tensor out(t, s);
+  visit_dtype(t, [&]<class T>() {
+    for (int64_t i = 0; i < f.numel(); ++i) {
+      const float v = f.data<float>()[i];
+      if constexpr (std::is_same_v<T, bool>)
+        out.data<T>()[i] = v > 0.5f * (lo + hi);
+      else if constexpr (std::is_integral_v<T>)
+        out.data<T>()[i] = static_cast<T>(std::lround(v));
+      else
+        out.data<T>()[i] = static_cast<T>(v);
+    }
+  });
+  return out;
+}
+
+struct Unary {
+  OpKind op;
+  float lo, hi;  // input range
+  Attributes attrs = {};
+};
+
+const std::vector<Unary> kFloatUnary = {
+    {OpKind::Neg, -3, 3},          {OpKind::Abs, -3, 3},
+    {OpKind::Relu, -3, 3},         {OpKind::LeakyRelu, -3, 3, {{"alpha", 0.2}}},
+    {OpKind::Sigmoid, -20, 20},    {OpKind::Tanh, -5, 5},
+    {OpKind::Exp, -10, 10},        {OpKind::Log, 0.01f, 10},
+    {OpKind::Sqrt, 0, 10},         {OpKind::Erf, -3, 3},
+    {OpKind::Acos, -1, 1},         {OpKind::Acosh, 1, 5},
+    {OpKind::Asin, -1, 1},         {OpKind::Asinh, -5, 5},
+    {OpKind::Atan, -5, 5},         {OpKind::Atanh, -0.9f, 0.9f},
+    {OpKind::Cos, -5, 5},          {OpKind::Cosh, -5, 5},
+    {OpKind::Sin, -5, 5},          {OpKind::Sinh, -5, 5},
+    {OpKind::Tan, -1.5f, 1.5f},    {OpKind::Ceil, -5, 5},
+    {OpKind::Floor, -5, 5},        {OpKind::Round, -5, 5},
+    {OpKind::Reciprocal, 0.5f, 5}, {OpKind::Softplus, -20, 20},
+    {OpKind::Softsign, -5, 5},     {OpKind::Mish, -5, 5},
+    {OpKind::HardSwish, -5, 5},    {OpKind::HardSigmoid, -5, 5, {{"alpha", 0.3}, {"beta", 0.4}}},
+};
+
+// x -> op -> y, and x -> op -> Add(., z) with z broadcasting the result up.
+void check_unary(const Unary& u, DType t, const Shape& shape, uint32_t seed) {
+  INFO(op_name(u.op) << " " << dtype_name(t) << shape_str(shape));
+  {
+    GraphBuilder b;
+    b.output(b.node(u.op, {b.input("x", t, to_dims(shape))}, u.attrs).front(), "y");
+    check_region(b.build(), {random_of(t, shape, seed, u.lo, u.hi)});
+  }
+  GraphBuilder b;
+  Shape zs(shape.size() + 1, 1);  // [3,1,...]: broadcasts the result up by one dim
+  zs[0] = 3;
+  ValueId y = b.node(u.op, {b.input("x", t, to_dims(shape))}, u.attrs).front();
+  b.output(b.add(y, b.input("z", t, to_dims(zs))), "y");
+  check_region(b.build(),
+               {random_of(t, shape, seed, u.lo, u.hi), random_of(t, zs, seed + 1, -1, 1)});
+}
+
+}  // namespace
+
+TEST_CASE("JIT: every float unary op with an emitter, one-op and two-op regions") {
+  uint32_t seed = 1;
+  for (const Unary& u : kFloatUnary) {
+    REQUIRE_MESSAGE(static_cast<bool>(ops::op_def(u.op).element), op_name(u.op));
+    for (const Shape& s : {Shape{}, Shape{1}, Shape{7}, Shape{1023}, Shape{2, 1, 5}})
+      check_unary(u, DType::f32, s, seed++);
+    check_unary(u, DType::f64, {7, 3}, seed++);
+  }
+}
+
+TEST_CASE("JIT: NaN, infinities, signed zeros and halves match the interpreter") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> special = {nan, inf, -inf, 0.0f, -0.0f, 0.5f, 1.5f, 2.5f, -2.5f, 1e-30f};
+  Tensor x(DType::f32, {37}), y(DType::f32, {37});
+  for (int64_t i = 0; i < 37; ++i) {
+    x.data<float>()[i] = special[i % special.size()];
+    y.data<float>()[i] = special[(i / special.size()) % special.size()];
+  }
+  for (OpKind op : {OpKind::Relu, OpKind::Abs, OpKind::Neg, OpKind::Exp, OpKind::Log, OpKind::Sqrt,
+                    OpKind::Tanh, OpKind::Sigmoid, OpKind::Erf, OpKind::Softplus, OpKind::Mish,
+                    OpKind::HardSwish, OpKind::Round, OpKind::Floor, OpKind::Ceil,
+                    OpKind::Reciprocal, OpKind::Softsign, OpKind::LeakyRelu}) {
+    INFO(op_name(op));
+    GraphBuilder b;
+    b.output(b.node(op, {b.input("x", DType::f32, {37})}).front());
+    check_region(b.build(), {x});
+  }
+  for (OpKind op : {OpKind::Max, OpKind::Min, OpKind::Greater, OpKind::Equal, OpKind::Pow}) {
+    INFO(op_name(op));
+    GraphBuilder b;
+    const ValueId vx = b.input("x", DType::f32, {37}), vy = b.input("y", DType::f32, {37});
+    b.output(b.node(op, {vx, vy}).front());
+    check_region(b.build(), {x, y});
+  }
+}
+
+TEST_CASE("JIT: integer unary ops") {
+  for (OpKind op : {OpKind::Neg, OpKind::Abs, OpKind::Relu})
+    for (DType t : {DType::i32, DType::i64, DType::i8}) check_unary({op, -50, 50}, t, {7, 5}, 3);
+}
+
+namespace {
+
+struct Binary {
+  OpKind op;
+  float lo0, hi0, lo1, hi1;  // input ranges
+};
+
+const std::vector<Binary> kFloatBinary = {
+    {OpKind::Add, -2, 2, -2, 2},
+    {OpKind::Sub, -2, 2, -2, 2},
+    {OpKind::Mul, -2, 2, -2, 2},
+    {OpKind::Div, -2, 2, 0.5f, 2},
+    {OpKind::Pow, 0.1f, 3, -2, 2},
+    {OpKind::Max, -2, 2, -2, 2},
+    {OpKind::Min, -2, 2, -2, 2},
+    {OpKind::Sum, -2, 2, -2, 2},
+    {OpKind::Mean, -2, 2, -2, 2},
+    {OpKind::Equal, -2, 2, -2, 2},
+    {OpKind::Greater, -2, 2, -2, 2},
+    {OpKind::Less, -2, 2, -2, 2},
+    {OpKind::GreaterOrEqual, -2, 2, -2, 2},
+    {OpKind::LessOrEqual, -2, 2, -2, 2},
+};
+
+const std::vector<std::pair<Shape, Shape>> kBroadcasts = {
+    {{7, 1}, {1, 13}},   {{1023}, {1}}, {{}, {}},     {{}, {7}},
+    {{2, 3, 4}, {3, 1}}, {{5}, {5}},    {{1, 1}, {1}}};
+
+// Rounded to halves so that Equal and the ordered comparisons see ties.
+Tensor operand(DType t, const Shape& s, uint32_t seed, float lo, float hi, bool ties) {
+  Tensor x = random_of(t, s, seed, lo, hi);
+  if (ties && t == DType::f32)
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = std::round(x.data<float>()[i] * 2) / 2;
+  return x;
+}
+
+// a op b, then a second op consuming it: Add for arithmetic, Where for comparisons.
+void check_binary(const Binary& c, DType t, const Shape& sa, const Shape& sb, uint32_t seed) {
+  INFO(op_name(c.op) << " " << dtype_name(t) << shape_str(sa) << shape_str(sb));
+  const bool ties = c.op == OpKind::Equal || c.op == OpKind::GreaterOrEqual ||
+                    c.op == OpKind::LessOrEqual || c.op == OpKind::Max || c.op == OpKind::Min;
+  const std::vector<Tensor> feeds = {operand(t, sa, seed, c.lo0, c.hi0, ties),
+                                     operand(t, sb, seed + 1, c.lo1, c.hi1, ties)};
+  for (bool two : {false, true}) {
+    GraphBuilder b;
+    const ValueId x = b.input("a", t, to_dims(sa)), y = b.input("b", t, to_dims(sb));
+    ValueId r = b.node(c.op, {x, y}).front();
+    if (two) r = b.graph().values[r].dtype == DType::boolean ? b.where(r, x, y) : b.add(r, x);
+    b.output(r, "y");
+    check_region(b.build(), feeds);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("JIT: every binary op with an emitter, broadcasting, one-op and two-op regions") {
+  uint32_t seed = 100;
+  for (const Binary& c : kFloatBinary) {
+    for (const auto& [sa, sb] : kBroadcasts) check_binary(c, DType::f32, sa, sb, seed += 2);
+    check_binary(c, DType::f64, {3, 1}, {4}, seed += 2);
+  }
+}
+
+TEST_CASE("JIT: integer binary ops") {
+  for (OpKind op : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Max, OpKind::Min, OpKind::Equal,
+                    OpKind::Greater, OpKind::Less})
+    for (DType t : {DType::i32, DType::i64, DType::i8, DType::u8})
+      check_binary({op, 0, 100, 0, 100}, t, {7, 1}, {1, 13}, 7);
+}
+
+TEST_CASE("JIT: Pow with an integer exponent") {
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {7, 3}), y = b.input("y", DType::i32, {3});
+  b.output(b.pow(x, y));
+  check_region(b.build(),
+               {test::random_f32({7, 3}, 1, 0.5f, 2), random_of(DType::i32, {3}, 2, -3, 3)});
+}
+
+TEST_CASE("JIT: variadic Max, Min, Sum, Mean of three inputs") {
+  for (OpKind op : {OpKind::Max, OpKind::Min, OpKind::Sum, OpKind::Mean}) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {4, 1}), y = b.input("y", DType::f32, {5}),
+                  z = b.input("z", DType::f32, {});
+    b.output(b.node(op, {x, y, z}).front());
+    check_region(b.build(),
+                 {test::random_f32({4, 1}, 1), test::random_f32({5}, 2), test::random_f32({}, 3)});
+  }
+}
+
+TEST_CASE("JIT: Where, logical ops and PRelu") {
+  const Tensor c = random_of(DType::boolean, {7, 1}, 1, 0, 1);
+  const Tensor d = random_of(DType::boolean, {1, 13}, 2, 0, 1);
+  const Tensor x = test::random_f32({1, 13}, 3), y = test::random_f32({}, 4);
+  for (OpKind op : {OpKind::And, OpKind::Or, OpKind::Xor}) {
+    GraphBuilder b;
+    const ValueId vc = b.input("c", DType::boolean, {7, 1});
+    const ValueId vd = b.input("d", DType::boolean, {1, 13});
+    const ValueId vx = b.input("x", DType::f32, {1, 13}), vy = b.input("y", DType::f32, {});
+    const ValueId l = b.node(op, {vc, vd}).front();
+    b.output(l, "l");
+    b.output(b.where(l, vx, vy), "w");
+    check_region(b.build(), {c, d, x, y});
+  }
+  GraphBuilder b;
+  const ValueId vx = b.input("x", DType::f32, {7, 13});
+  b.output(b.prelu(vx, b.input("s", DType::f32, {13})));
+  check_region(b.build(), {test::random_f32({7, 13}, 5), test::random_f32({13}, 6)});
+}
+
+TEST_CASE("JIT: Clip with input, constant, absent and computed bounds") {
+  const Tensor x = test::random_f32({7, 9}, 1, -2, 2);
+  {
+    GraphBuilder b;
+    const ValueId vx = b.input("x", DType::f32, {7, 9});
+    const ValueId lo = b.input("lo", DType::f32, {1}), hi = b.input("hi", DType::f32, {});
+    b.output(b.clip(vx, lo, hi));
+    check_region(b.build(), {x, test::f32({1}, {-0.5f}), Tensor::scalar(0.7f)});
+  }
+  {
+    GraphBuilder b;
+    const ValueId vx = b.input("x", DType::f32, {7, 9});
+    b.output(b.add(b.clip(vx, kNoValue, b.scalar(0.25f)), vx));
+    check_region(b.build(), {x});
+  }
+  {
+    GraphBuilder b;
+    const ValueId vx = b.input("x", DType::f32, {7, 9});
+    b.output(b.clip(vx, b.neg(b.input("m", DType::f32, {1}))));
+    check_region(b.build(), {x, test::f32({1}, {0.5f})});
+  }
+  GraphBuilder b;
+  const ValueId vi = b.input("i", DType::i32, {20});
+  b.output(b.clip(vi, b.scalar<int32_t>(-5), b.scalar<int32_t>(7)));
+  check_region(b.build(), {random_of(DType::i32, {20}, 3, -20, 20)});
+}
+
+TEST_CASE("JIT: view and index ops inside regions") {
+  const Tensor x = test::random_f32({2, 3, 4}, 1);
+  SUBCASE("Reshape of a region input, then an op") {
+    GraphBuilder b;
+    const ValueId v = b.reshape(b.input("x", DType::f32, {2, 3, 4}), b.ints({4, 6}));
+    b.output(b.mul(v, b.input("y", DType::f32, {6})));
+    check_region(b.build(), {x, test::random_f32({6}, 2)});
+  }
+  SUBCASE("Reshape of a computed value (delinearised)") {
+    GraphBuilder b;
+    const ValueId e = b.exp(b.input("x", DType::f32, {2, 3, 4}));
+    b.output(b.add(b.reshape(e, b.ints({4, 1, 6})), b.input("y", DType::f32, {1, 6})));
+    check_region(b.build(), {x, test::random_f32({1, 6}, 2)});
+  }
+  SUBCASE("Squeeze, Unsqueeze, Flatten and Identity of computed values") {
+    GraphBuilder b;
+    const ValueId vx = b.input("x", DType::f32, {3, 1, 5});
+    const ValueId s = b.squeeze(b.tanh(vx), b.ints({1}));
+    const ValueId u = b.unsqueeze(b.relu(s), b.ints({0, 3}));
+    const ValueId f = b.flatten(b.sigmoid(u), Attributes{{"axis", int64_t{2}}});
+    b.output(b.identity(b.add(f, b.input("y", DType::f32, {5}))));
+    check_region(b.build(), {test::random_f32({3, 1, 5}, 3), test::random_f32({5}, 4)});
+  }
+  SUBCASE("Transpose in the middle") {
+    GraphBuilder b;
+    const ValueId t = b.transpose(b.sigmoid(b.input("x", DType::f32, {2, 3, 4})),
+                                  Attributes{{"perm", Ints{2, 0, 1}}});
+    b.output(b.mul(t, b.input("y", DType::f32, {4, 1, 3})));
+    check_region(b.build(), {x, test::random_f32({4, 1, 3}, 5)});
+  }
+  SUBCASE("Transpose of a region input, default perm") {
+    GraphBuilder b;
+    b.output(b.neg(b.transpose(b.input("x", DType::f32, {2, 3, 4}))));
+    check_region(b.build(), {x});
+  }
+  SUBCASE("Expand") {
+    GraphBuilder b;
+    const ValueId e = b.expand(b.exp(b.input("x", DType::f32, {3, 1})), b.ints({2, 3, 4}));
+    b.output(b.sub(e, b.input("y", DType::f32, {4})));
+    check_region(b.build(), {test::random_f32({3, 1}, 6), test::random_f32({4}, 7)});
+  }
+}
+
+TEST_CASE("JIT: dims that every operand spans or broadcasts alike merge into one loop") {
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {2, 3, 4, 5}), c = b.input("c", DType::f32, {3, 1, 1});
+  const ValueId y = b.input("y", DType::f32, {2, 3, 4, 5});
+  const ValueId e = b.expand(b.input("e", DType::f32, {1, 5}), b.ints({4, 1}));
+  b.output(b.mul(b.add(b.relu(b.add(x, c)), y), e));
+  check_region(b.build(), {test::random_f32({2, 3, 4, 5}, 1), test::random_f32({3, 1, 1}, 2),
+                           test::random_f32({2, 3, 4, 5}, 3), test::random_f32({1, 5}, 4)});
+}
+
+TEST_CASE("JIT: a region with two outputs, one also used inside") {
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {33, 17});
+  const ValueId e = b.exp(x);
+  b.output(e, "e");
+  b.output(b.mul(e, b.input("y", DType::f32, {17})), "m");
+  check_region(b.build(), {test::random_f32({33, 17}, 1), test::random_f32({17}, 2)});
+}
+
+TEST_CASE("JIT: a large region (1M elements) with shared subexpressions") {
+  const Shape s = {1 << 20};
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, to_dims(s));
+  const ValueId t = b.tanh(b.mul(x, b.scalar(0.5f)));
+  b.output(b.mul(b.add(t, b.scalar(1.0f)), b.erf(x)));
+  check_region(b.build(), {test::random_f32(s, 1, -4, 4)});
+}
+
+TEST_CASE("JIT: elementwise f32 regions vectorise, libm calls through libmvec") {
+  std::unique_ptr<Jit> jit = Jit::create();
+  jit->keep_ir(true);
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {4096});
+  b.output(b.mul(b.exp(x), b.input("y", DType::f32, {4096})));
+  const Graph g = b.build();
+  const Tensor tx = test::random_f32({4096}, 1), ty = test::random_f32({4096}, 2);
+  const RegionRun run = run_region(g, {tx, ty}, *jit);
+  test::check_tensors_close(run.got[0], run.want[0]);
+  const std::string ir = jit->last_ir();
+  CHECK((test::contains(ir, "<16 x float>") || test::contains(ir, "<8 x float>")));
+  CHECK(test::contains(ir, "_ZGV"));               // a libmvec vector variant of expf
+  CHECK(!test::contains(ir, "call float @expf"));  // 4096 is a multiple of every width: no tail
+  MESSAGE("compiled in " << run.compiled.compile_ms << " ms");
+}
+
+TEST_CASE("JIT: a kernel can be removed and its name used again") {
+  Jit& jit = shared_jit();
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {5});
+  b.output(b.add(b.relu(x), x));
+  const Graph g = b.build();
+  const Region r = whole_graph(g);
+  const std::vector<Shape> shapes(g.values.size(), Shape{5});
+  CompiledRegion first = compile_region(jit, g, r, shapes, "reused_name");
+  REQUIRE(compiled(first));
+  CHECK(test::contains(test::error_of([&] { compile_region(jit, g, r, shapes, "reused_name"); }),
+                       "reused_name"));
+  jit.remove(first.kernel.handle);
+  CompiledRegion second = compile_region(jit, g, r, shapes, "reused_name");
+  REQUIRE(compiled(second));
+  Tensor in = test::f32({5}, {-1, 2, -3, 4, 0.5f}), out(DType::f32, {5});
+  void* buffers[] = {in.raw_data(), out.raw_data()};
+  second.kernel.fn(buffers, nullptr, nullptr);
+  test::check_close(out, {5}, {-1, 4, -3, 8, 1});
+  jit.remove(second.kernel.handle);
+}
+
+TEST_CASE("JIT: two threads compile into one JIT at once") {
+  auto work = [](uint32_t seed) {
+    for (int i = 0; i < 4; ++i) {
+      GraphBuilder b;
+      const ValueId x = b.input("x", DType::f32, {100});
+      b.output(b.sigmoid(b.mul(x, b.scalar(static_cast<float>(i)))));
+      const RegionRun run = run_region(b.build(), {test::random_f32({100}, seed + i)});
+      for (int64_t k = 0; k < 100; ++k)
+        if (std::abs(run.got[0].at_double(k) - run.want[0].at_double(k)) > 1e-5) throw k;
+    }
+  };
+  std::thread t1(work, 1), t2(work, 50);
+  t1.join();
+  t2.join();
+}
+
+TEST_CASE("JIT: regions that cannot be compiled say why") {
+  {
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {2, 2});
+    b.output(b.relu(b.matmul(x, x)));
+    const Graph g = b.build();
+    CHECK(!can_compile(g, whole_graph(g)));
+    CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "(MatMul): no element emitter"));
+  }
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::i32, {3});
+  b.output(b.div(x, x));
+  const Graph g = b.build();
+  const CompiledRegion c =
+      compile_region(shared_jit(), g, whole_graph(g), std::vector<Shape>(3, {3}), "div_i32");
+  CHECK(!compiled(c));
+  CHECK(test::contains(c.why_not, "(Div): no element emitter for operands (i32, i32)"));
+}
+
+TEST_CASE("JIT: shapes inconsistent with the graph are an error") {
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {3});
+  b.output(b.add(x, b.input("y", DType::f32, {3})));
+  const Graph g = b.build();
+  std::vector<Shape> shapes = {{3}, {4}, {3}};
+  CHECK(test::contains(test::error_of([&] {
+                         compile_region(shared_jit(), g, whole_graph(g), shapes, fresh_name());
+                       }),
+                       "operand shape [4] does not broadcast to [3]"));
+}
