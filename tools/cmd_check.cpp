@@ -45,11 +45,12 @@ void line(bool ok, const std::string& folder, const std::string& what, const std
   std::fflush(stdout);  // real models take a while: show progress
 }
 
-void check_folder(const std::string& dir, Tolerance tol, Tally& tally) {
+void check_folder(const std::string& dir, Tolerance tol, const SessionOptions& options,
+                  Tally& tally) {
   ++tally.models;
   std::vector<DataSetResult> results;
   try {
-    results = run_backend_test(dir, tol);
+    results = run_backend_test(dir, tol, options);
   } catch (const std::exception& e) {  // sgraph::Error, or e.g. running out of memory
     line(false, dir, "model", e.what(), tally);
     return;
@@ -67,6 +68,9 @@ void check_folder(const std::string& dir, Tolerance tol, Tally& tally) {
 int cmd_check(const Args& args) {
   if (args.positional.empty()) throw UsageError("check: expected at least one DIR");
   const Tolerance tol{args.number("--rtol", 1e-3), args.number("--atol", 1e-4)};
+  SessionOptions options;
+  options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
+  options.jit = args.all("--no-jit").empty();
   Tally tally;
   for (const std::string& dir : args.positional) {
     if (!fs::is_directory(dir)) {
@@ -76,13 +80,16 @@ int cmd_check(const Args& args) {
     std::vector<fs::path> tests;
     find_tests(dir, 8, tests);
     if (tests.empty()) line(false, dir, "-", "no model.onnx in it or its subfolders", tally);
-    for (const fs::path& t : tests) check_folder(t.lexically_normal().string(), tol, tally);
+    for (const fs::path& t : tests)
+      check_folder(t.lexically_normal().string(), tol, options, tally);
   }
   if (tally.models == 0)
     std::printf("check: no model folder (model.onnx + test_data_set_<k>/) found: nothing ran\n");
-  std::printf("check: %d model folders, %d data sets (rtol %g, atol %g): %d passed, %d failed\n",
-              tally.models, tally.passed + tally.failed, tol.rtol, tol.atol, tally.passed,
-              tally.failed);
+  std::printf(
+      "check: %d model folders, %d data sets (rtol %g, atol %g, %d warm-up runs, JIT %s): "
+      "%d passed, %d failed\n",
+      tally.models, tally.passed + tally.failed, tol.rtol, tol.atol, options.warmup_runs,
+      options.jit ? "on" : "off", tally.passed, tally.failed);
   std::printf("%d passed, %d failed\n", tally.passed, tally.failed);
   return tally.failed == 0 && tally.passed > 0 ? 0 : 1;
 }

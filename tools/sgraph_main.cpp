@@ -1,5 +1,6 @@
 // The `sgraph` command-line program: dispatch and usage. Each command is in cmd_<name>.cpp.
-//   sgraph check DIR... [--rtol R] [--atol A]   run ONNX backend-test folders against references
+//   sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--no-jit]
+//                                               run ONNX backend-test folders against references
 //   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N]
 //              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]
 //   sgraph info MODEL                           inputs, outputs, constants, op histogram
@@ -22,10 +23,12 @@ using namespace sgraph::cli;
 const char kUsage[] = R"(usage: sgraph <command> [arguments]
 
 commands:
-  check DIR... [--rtol R] [--atol A]
+  check DIR... [--rtol R] [--atol A] [--warmup N] [--no-jit]
       Run folders in the ONNX backend-test layout (model.onnx + test_data_set_<k>/input_<i>.pb,
       output_<j>.pb), or folders holding such folders, and compare every data set's outputs
-      with its references (defaults: rtol 1e-3, atol 1e-4). Exits 1 if any fails.
+      with its references (defaults: rtol 1e-3, atol 1e-4). The data sets run in order through
+      one session: the first N (default 3) warm up, later ones run through the compiled regions
+      (falling back when their shapes differ). Exits 1 if any fails.
   run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
             [--warmup N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]
       Run an ONNX model on inputs from .pb files or random ones of a SHAPE such as 2x3x224x224
@@ -64,7 +67,7 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"check", cmd_check, {"--rtol", "--atol"}},
+    {"check", cmd_check, {"--rtol", "--atol", "--warmup"}, {"--no-jit"}},
     {"run",
      cmd_run,
      {"--input", "--iters", "--warmup", "--shapes", "--json", "--dot"},

@@ -72,8 +72,9 @@ std::vector<Tensor> load_inputs(const std::string& data_set_dir) {
   return load_numbered(data_set_dir, "input_");
 }
 
-std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol) {
-  Session session(load_onnx(dir + "/model.onnx"));
+std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,
+                                            const SessionOptions& options) {
+  Session session(load_onnx(dir + "/model.onnx"), options);
   std::vector<DataSetResult> results;
   for (const std::string& ds : data_sets(dir)) {
     DataSetResult r;

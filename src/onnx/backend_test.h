@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sgraph/graph.h"
+#include "sgraph/session.h"
 
 namespace sgraph {
 
@@ -35,8 +36,10 @@ std::vector<std::string> data_sets(const std::string& dir);
 // Inputs of one data set, in order.
 std::vector<Tensor> load_inputs(const std::string& data_set_dir);
 
-// Loads dir/model.onnx and runs every data set in order through one Session. Throws
-// sgraph::Error when the model cannot be loaded.
-std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol);
+// Loads dir/model.onnx and runs every data set in order through one Session with `options`
+// (so the first warmup_runs data sets warm up, and later ones run through compiled regions,
+// falling back when their shapes differ). Throws sgraph::Error when the model cannot be loaded.
+std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,
+                                            const SessionOptions& options = {});
 
 }  // namespace sgraph
