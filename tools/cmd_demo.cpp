@@ -45,12 +45,18 @@ Session warm_up(const std::string& dir, const std::vector<std::string>& sets,
       std::printf("  changed: %-16s %-10s at run %d: %s\n", o.node.c_str(),
                   std::string(op_name(o.op)).c_str(), o.changed_at_run, o.change.c_str());
   if (shown > 4) std::printf("  ... and %d more changed ops (sgraph run --report)\n", shown - 4);
-  for (const RegionReport& r : rep.regions)
-    std::printf(
-        "  region %d: %zu ops (%s ... %s), %.1f us interpreted; %s\n", r.id, r.nodes.size(),
-        r.nodes.front().c_str(), r.nodes.back().c_str(), static_cast<double>(r.profiled_ns) / 1e3,
-        r.compiled ? ("compiled in " + std::to_string(r.compile_ms).substr(0, 4) + " ms").c_str()
-                   : ("interpreted: " + r.why_interpreted).c_str());
+  for (const RegionReport& r : rep.regions) {
+    char how[160];
+    if (r.cache_hit)
+      std::snprintf(how, sizeof how, "kernel shared with an identical region");
+    else if (r.compiled)
+      std::snprintf(how, sizeof how, "compiled in %.1f ms", r.compile_ms);
+    else
+      std::snprintf(how, sizeof how, "interpreted: %s", r.why_interpreted.c_str());
+    std::printf("  region %d: %zu ops (%s ... %s), %.1f us interpreted; %s\n", r.id, r.nodes.size(),
+                r.nodes.front().c_str(), r.nodes.back().c_str(),
+                static_cast<double>(r.profiled_ns) / 1e3, how);
+  }
   return s;
 }
 

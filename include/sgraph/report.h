@@ -35,6 +35,7 @@ struct RegionReport {
   bool compiled = false;                     // has a kernel
   std::string why_interpreted;               // when not compiled
   int compiles = 0;                          // times this region was compiled
+  bool cache_hit = false;                    // its kernel was compiled for an identical region
   double compile_ms = 0;
   int64_t kernel_calls = 0, guard_misses = 0;  // while serving
 };

@@ -23,9 +23,9 @@ struct RegionPlan {
   std::vector<Shape> input_shapes;   // the guard: one per Region::inputs
   std::vector<Shape> output_shapes;  // one per Region::outputs
   std::vector<DType> output_dtypes;
-  RegionFn fn = nullptr;  // nullptr: the region's ops are interpreted
-  uint64_t kernel_handle = 0;
-  int compiles = 0;  // how many times this region was compiled
+  RegionFn fn = nullptr;   // nullptr: the region's ops are interpreted
+  bool cache_hit = false;  // the kernel came from the cache (an identical region)
+  int compiles = 0;        // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
   // Counters while serving.

@@ -68,7 +68,9 @@ std::string Report::to_text() const {
   for (const RegionReport& r : regions) {
     os << "\nregion " << r.id << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns)
        << " us interpreted; ";
-    if (r.compiled)
+    if (r.cache_hit)
+      os << "kernel from the cache";
+    else if (r.compiled)
       os << "compiled " << r.compiles << "x (" << r.compile_ms << " ms)";
     else
       os << "interpreted (" << r.why_interpreted << ")";
@@ -116,6 +118,7 @@ std::string Report::to_json() const {
                             {"compiled", r.compiled},
                             {"why_interpreted", r.why_interpreted},
                             {"compiles", r.compiles},
+                            {"cache_hit", r.cache_hit},
                             {"compile_ms", r.compile_ms},
                             {"kernel_calls", r.kernel_calls},
                             {"guard_misses", r.guard_misses}});

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 
 #include "jit/region_compiler.h"
 #include "runtime/debug.h"
@@ -120,14 +121,12 @@ struct Session::Impl {
       if (same != old.end()) {  // unchanged region: keep its kernel and counters
         same->misses_since_plan = 0;
         plans.push_back(std::move(*same));
-        same->fn = nullptr;  // now owned by the new plan
         continue;
       }
       plans.push_back(make_plan(r));
     }
-    for (const RegionPlan& gone : old) {  // regions not kept: free their code, keep their counts
-      if (gone.fn != nullptr && jit) jit->remove(gone.kernel_handle);
-      dropped_calls += gone.kernel_calls;
+    for (const RegionPlan& gone : old) {   // regions not kept: keep their counts (their kernels
+      dropped_calls += gone.kernel_calls;  // stay in the cache for the session's lifetime)
       dropped_misses += gone.guard_misses;
     }
     exec = std::make_unique<ExecutableGraph>(graph, std::move(plans));
@@ -172,6 +171,12 @@ struct Session::Impl {
       p.why_interpreted = "JIT disabled";
       return;
     }
+    const std::string key = fingerprint(p.region);
+    if (auto hit = kernels.find(key); hit != kernels.end()) {  // compiled before: reuse
+      p.fn = hit->second;
+      p.cache_hit = true;
+      return;
+    }
     try {
       if (!jit) jit = jit::Jit::create();
       const std::string name = "sg_region_" + std::to_string(next_kernel++);
@@ -181,14 +186,46 @@ struct Session::Impl {
         return;
       }
       p.fn = c.kernel.fn;
-      p.kernel_handle = c.kernel.handle;
       p.compile_ms += c.compile_ms;
       ++p.compiles;
+      kernels.emplace(key, c.kernel.fn);
       SG_LOG(2) << "compiled " << name << " (" << p.region.nodes.size() << " ops) in "
                 << c.compile_ms << " ms";
     } catch (const Error& e) {
       p.why_interpreted = e.what();
     }
+  }
+
+  // What a region's kernel depends on: its ops, attributes, dependences, dtypes and shapes, and
+  // the values of one-element constants (the compiler folds those into the code). Two regions
+  // with the same fingerprint (repeated layers, a re-planned region returning to a known form)
+  // share one kernel.
+  std::string fingerprint(const Region& r) const {
+    std::map<ValueId, std::string> label;
+    std::ostringstream k;
+    for (size_t i = 0; i < r.inputs.size(); ++i) {
+      const ValueId v = r.inputs[i];
+      label[v] = "i" + std::to_string(i);
+      k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(value_shapes[v]);
+      const Tensor& c = graph.values[v].initializer;
+      if (c.defined() && c.numel() == 1) k << "=" << c.at_double(0);
+      k << ";";
+    }
+    for (size_t n = 0; n < r.nodes.size(); ++n) {
+      const Node& node = graph.nodes[r.nodes[n]];
+      k << op_name(node.op) << "(";
+      for (ValueId v : node.inputs) k << (v == kNoValue ? "_" : label.at(v)) << ",";
+      k << ")";
+      for (const auto& [name, value] : node.attrs) k << name << "=" << attr_str(value) << ",";
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const ValueId v = node.outputs[o];
+        label[v] = "n" + std::to_string(n) + "." + std::to_string(o);
+        k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(value_shapes[v]);
+      }
+      k << ";";
+    }
+    for (ValueId v : r.outputs) k << "->" << label.at(v);
+    return k.str();
   }
 
   Report report() const {
@@ -243,6 +280,7 @@ struct Session::Impl {
       rr.compiled = plan.fn != nullptr;
       rr.why_interpreted = plan.why_interpreted;
       rr.compiles = plan.compiles;
+      rr.cache_hit = plan.cache_hit;
       rr.compile_ms = plan.compile_ms;
       rr.kernel_calls = plan.kernel_calls;
       rr.guard_misses = plan.guard_misses;
@@ -261,7 +299,8 @@ struct Session::Impl {
   std::unique_ptr<ServingShapes> serving;
   Partition partition;
   std::vector<Shape> value_shapes;
-  std::unique_ptr<jit::Jit> jit;  // declared before exec: outlives the kernels exec calls
+  std::unique_ptr<jit::Jit> jit;            // declared before exec: outlives the kernels exec calls
+  std::map<std::string, RegionFn> kernels;  // by fingerprint: the kernel cache
   int next_kernel = 0;
   std::unique_ptr<ExecutableGraph> exec;
   int runs = 0, replans = 0;

@@ -171,3 +171,34 @@ TEST_CASE("Session: option errors and the report before planning") {
   CHECK(r.regions.empty());
   CHECK(contains(r.to_text(), "(not planned yet)"));
 }
+
+TEST_CASE("Session: identical regions share one kernel (the kernel cache)") {
+  // Two unconnected branches with the same structure and shapes but different (non-scalar)
+  // biases: two regions, one kernel.
+  auto twins = [] {
+    GraphBuilder b("twins");
+    ValueId x = b.input("x", DType::f32, {4, 8});
+    ValueId y = b.input("y", DType::f32, {4, 8});
+    ValueId p = b.relu(b.add(x, b.constant("bx", random_f32({8}, 1))));
+    ValueId q = b.relu(b.add(y, b.constant("by", random_f32({8}, 2))));
+    b.output(p, "p");
+    b.output(q, "q");
+    return b.build();
+  };
+  Session s(twins(), SessionOptions{.warmup_runs = 1});
+  const std::vector<Tensor> in{random_f32({4, 8}, 3), random_f32({4, 8}, 4)};
+  s.run(in);
+  const Report r = s.report();
+  REQUIRE(r.regions.size() == 2);
+  CHECK(r.regions[0].compiles == 1);
+  CHECK_FALSE(r.regions[0].cache_hit);
+  CHECK(r.regions[1].compiles == 0);
+  CHECK(r.regions[1].cache_hit);
+  CHECK(r.regions[1].compiled);
+  // The shared kernel reads each region's own bias.
+  Session ref(twins(), SessionOptions{.interpret_only = true});
+  const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+  check_tensors_close(got[0], want[0]);
+  check_tensors_close(got[1], want[1]);
+  CHECK(s.report().kernel_calls == 2);
+}

@@ -1,0 +1,459 @@
+// Differential fuzzing of the JIT: random graphs of compilable ops (with the odd interpreted op
+// that splits regions) run in a Session that compiles every region, compared with the
+// interpreter on the same inputs. Each graph is made from its own seed (kSeed + graph index), so
+// a failure names the seed and prints the graph.
+//
+// Values are kept where the ops are well conditioned, so that the few-ulp differences between
+// libm and libmvec cannot grow past the tolerance: divisors are |x| + 1, Pow's base is |x| + 0.5
+// with small exponents, Exp's argument is clipped, Log's is |x| + 1, and a value whose magnitude
+// may exceed kBound is clipped before another op uses it. Where's condition compares values that
+// both sides compute bit for bit (inputs, constants, and values made from them by IEEE-exact
+// ops), so that rounding cannot flip a branch.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace sgraph;
+
+namespace {
+
+constexpr uint32_t kSeed = 20240611;
+constexpr int kGraphs = 1000;
+constexpr double kRtol = 1e-4, kAtol = 1e-5;
+constexpr double kBound = 8;          // larger magnitudes are clipped before further use
+constexpr int64_t kMaxNumel = 20000;  // Expand stops growing values past this
+constexpr int64_t kDims[] = {1, 2, 3, 7, 13};
+
+struct Val {
+  ValueId id;
+  Shape shape;
+  double bound;  // an upper bound of |element|
+  bool exact;    // computed bit for bit alike by the interpreter and the JIT
+  bool node;     // made by a node (not an input or a constant)
+};
+
+// Numpy broadcasting of a and b into *out; false when they do not broadcast.
+bool broadcast(const Shape& a, const Shape& b, Shape* out) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape s(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    s[i] = std::max(da, db);
+  }
+  if (out) *out = s;
+  return true;
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+class GraphGen {
+ public:
+  explicit GraphGen(uint32_t seed) : rng_(seed), b_("fuzz_" + std::to_string(seed)) {}
+
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  float uniform_f(float lo, float hi) {
+    return std::uniform_real_distribution<float>(lo, hi)(rng_);
+  }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  template <class T>
+  const T& one_of(const std::vector<T>& v) {
+    return v[uniform(0, static_cast<int>(v.size()) - 1)];
+  }
+
+  // A shape derived from the base: leading dims dropped, random dims set to 1.
+  Shape derived(const Shape& base) {
+    const int drop = chance(0.5) ? uniform(0, static_cast<int>(base.size())) : 0;
+    Shape s(base.begin() + drop, base.end());
+    for (int64_t& d : s)
+      if (chance(0.25)) d = 1;
+    return s;
+  }
+
+  void make() {
+    Shape base(uniform(0, 4));
+    for (int64_t& d : base) d = kDims[uniform(0, 4)];
+    const int inputs = uniform(1, 3);
+    for (int i = 0; i < inputs; ++i) {
+      const Shape s = i == 0 ? base : derived(base);
+      vals_.push_back(
+          {b_.input("x" + std::to_string(i), DType::f32, to_dims(s)), s, 2, true, false});
+      input_shapes.push_back(s);
+    }
+    for (int i = uniform(0, 2); i > 0; --i) {
+      const Shape s = chance(0.5) ? Shape{} : derived(base);
+      Tensor t = test::random_f32(s, static_cast<uint32_t>(rng_()), -1, 1);
+      vals_.push_back({b_.constant("c" + std::to_string(i), std::move(t)), s, 1, true, false});
+    }
+    const int nodes = uniform(2, 12);
+    for (int i = 0; i < nodes; ++i) add_node();
+    // Outputs: the last node's value and up to two more node values, no duplicates.
+    std::vector<ValueId> outs = {vals_.back().id};
+    b_.output(vals_.back().id);
+    for (int i = uniform(0, 2); i > 0; --i) {
+      const Val& v = vals_[uniform(0, static_cast<int>(vals_.size()) - 1)];
+      if (!v.node || std::find(outs.begin(), outs.end(), v.id) != outs.end()) continue;
+      outs.push_back(v.id);
+      b_.output(v.id);
+    }
+    graph = b_.build();
+  }
+
+  std::vector<Tensor> feeds() {
+    std::vector<Tensor> f;
+    for (const Shape& s : input_shapes)
+      f.push_back(test::random_f32(s, static_cast<uint32_t>(rng_()), -2, 2));
+    return f;
+  }
+
+  Graph graph;
+  std::vector<Shape> input_shapes;
+  int noncompilable = 0;
+
+ private:
+  // A value to use, recent ones more likely (so chains get deep).
+  Val pick() {
+    if (chance(0.5)) return vals_[std::max(0, static_cast<int>(vals_.size()) - uniform(1, 3))];
+    return one_of(vals_);
+  }
+  // A value broadcasting with `s` (one always exists: a scalar constant if nothing else).
+  Val pick_compatible(const Shape& s, bool want_exact = false) {
+    std::vector<Val> c;
+    for (const Val& v : vals_)
+      if (broadcast(v.shape, s, nullptr) && (!want_exact || v.exact)) c.push_back(v);
+    if (c.empty()) return scalar(uniform_f(-1, 1));
+    if (chance(0.4)) {  // prefer the most recent
+      return c.back();
+    }
+    return one_of(c);
+  }
+  Val scalar(float x) { return {b_.scalar(x), {}, std::abs(x), true, false}; }
+
+  // v, clipped to [-kBound, kBound] when it may be larger.
+  Val tame(const Val& v) {
+    if (v.bound <= kBound) return v;
+    return clip(v, -kBound, kBound);
+  }
+  Val clip(const Val& v, float lo, float hi) {
+    return {b_.clip(v.id, b_.scalar(lo), b_.scalar(hi)), v.shape,
+            std::min<double>(v.bound, std::max(-lo, hi)), v.exact, true};
+  }
+  Val made(ValueId id, Shape s, double bound, bool exact) {
+    return {id, std::move(s), bound, exact, true};
+  }
+  // |v| + c, built from ops.
+  Val abs_plus(const Val& v, float c) {
+    const ValueId id = b_.add(b_.abs(v.id), b_.scalar(c));
+    return made(id, v.shape, v.bound + c, v.exact);
+  }
+
+  void add_node() {
+    const int kind = uniform(0, 99);
+    Val r;
+    if (kind < 40)
+      r = binary();
+    else if (kind < 75)
+      r = unary();
+    else if (kind < 95)
+      r = index_op();
+    else
+      r = interpreted();
+    vals_.push_back(r);
+  }
+
+  Val binary() {
+    const Val a = tame(pick());
+    const Val b = tame(pick_compatible(a.shape));
+    Shape s;
+    broadcast(a.shape, b.shape, &s);
+    const bool exact = a.exact && b.exact;
+    switch (uniform(0, 7)) {
+      case 0:
+        return made(b_.add(a.id, b.id), s, a.bound + b.bound, exact);
+      case 1:
+        return made(b_.sub(a.id, b.id), s, a.bound + b.bound, exact);
+      case 2:
+        return made(b_.mul(a.id, b.id), s, a.bound * b.bound, exact);
+      case 3:
+        return made(b_.div(a.id, abs_plus(b, 1).id), s, a.bound, exact);
+      case 4:
+        return made(b_.max(a.id, b.id), s, std::max(a.bound, b.bound), exact);
+      case 5:
+        return made(b_.min(a.id, b.id), s, std::max(a.bound, b.bound), exact);
+      case 6: {  // (|a| + 0.5) ^ e, e a small constant or a value clipped to [-2, 2]
+        const Val base = abs_plus(a, 0.5f);
+        const Val e = chance(0.5) ? scalar(one_of(std::vector<float>{-1, 0.5f, 1.5f, 2, 0.3f}))
+                                  : clip(b, -2, 2);
+        const double bound = std::max(std::pow(base.bound, 2.0), 4.0);
+        broadcast(base.shape, e.shape, &s);
+        return made(b_.pow(base.id, e.id), s, bound, false);
+      }
+      default: {  // Where(p > q, a, b), p and q exact
+        const Val p = pick_compatible(s, true);
+        Shape ps;
+        broadcast(s, p.shape, &ps);
+        const Val q = chance(0.5) ? scalar(uniform_f(-0.5f, 0.5f)) : pick_compatible(ps, true);
+        broadcast(ps, q.shape, &ps);
+        const ValueId cond = chance(0.5) ? b_.greater(p.id, q.id) : b_.less(p.id, q.id);
+        return made(b_.where(cond, a.id, b.id), ps, std::max(a.bound, b.bound), exact);
+      }
+    }
+  }
+
+  Val unary() {
+    const Val x = pick();
+    const Shape& s = x.shape;
+    switch (uniform(0, 12)) {
+      case 0:
+        return made(b_.neg(x.id), s, x.bound, x.exact);
+      case 1:
+        return made(b_.abs(x.id), s, x.bound, x.exact);
+      case 2:
+        return made(b_.relu(x.id), s, x.bound, x.exact);
+      case 3: {
+        const Attributes a = {{"alpha", static_cast<double>(uniform_f(0.01f, 0.5f))}};
+        return made(b_.leaky_relu(x.id, a), s, x.bound, false);
+      }
+      case 4:
+        return made(b_.sigmoid(x.id), s, 1, false);
+      case 5:
+        return made(b_.tanh(x.id), s, 1, false);
+      case 6: {
+        const Val c = clip(x, -10, 10);
+        return made(b_.exp(c.id), s, std::exp(c.bound), false);
+      }
+      case 7: {
+        const Val p = abs_plus(x, 1);
+        return made(b_.log(p.id), s, std::log(p.bound), false);
+      }
+      case 8:
+        return made(b_.sqrt(b_.abs(x.id)), s, std::sqrt(x.bound), false);
+      case 9:
+        return made(b_.erf(x.id), s, 1, false);
+      case 10:
+        return made(b_.softsign(x.id), s, 1, false);
+      case 11: {
+        const Attributes a = {{"alpha", static_cast<double>(uniform_f(0.1f, 0.5f))},
+                              {"beta", static_cast<double>(uniform_f(0.2f, 0.8f))}};
+        return made(b_.hard_sigmoid(x.id, a), s, 1, false);
+      }
+      default:
+        return clip(x, uniform_f(-2, 0), uniform_f(0, 2));
+    }
+  }
+
+  Val index_op() {
+    const Val x = pick();
+    const Shape& s = x.shape;
+    const int rank = static_cast<int>(s.size());
+    switch (uniform(0, 5)) {
+      case 0:
+        if (rank >= 2) {  // Transpose, random perm
+          Ints perm(rank);
+          for (int i = 0; i < rank; ++i) perm[i] = i;
+          std::shuffle(perm.begin(), perm.end(), rng_);
+          Shape t(rank);
+          for (int i = 0; i < rank; ++i) t[i] = s[perm[i]];
+          return made(b_.transpose(x.id, Attributes{{"perm", perm}}), t, x.bound, x.exact);
+        }
+        [[fallthrough]];
+      case 1: {  // Reshape: flatten, merge two adjacent dims, or split a dim
+        Shape t;
+        const int how = uniform(0, 2);
+        if (how == 0 || rank < 2) {
+          t = {numel(s)};
+        } else if (how == 1) {
+          const int i = uniform(0, rank - 2);
+          t.assign(s.begin(), s.begin() + i);
+          t.push_back(s[i] * s[i + 1]);
+          t.insert(t.end(), s.begin() + i + 2, s.end());
+        } else {  // split a dim d into (f, d / f), f its smallest factor, or (1, d)
+          const int i = uniform(0, rank - 1);
+          int64_t f = 1;
+          for (int64_t k = 2; k < s[i]; ++k)
+            if (s[i] % k == 0) {
+              f = k;
+              break;
+            }
+          t.assign(s.begin(), s.begin() + i);
+          t.push_back(f);
+          t.push_back(s[i] / f);
+          t.insert(t.end(), s.begin() + i + 1, s.end());
+        }
+        return made(b_.reshape(x.id, b_.ints(Ints(t.begin(), t.end()))), t, x.bound, x.exact);
+      }
+      case 2:
+        if (rank < 5) {  // Unsqueeze one axis
+          const int a = uniform(0, rank);
+          Shape t = s;
+          t.insert(t.begin() + a, 1);
+          return made(b_.unsqueeze(x.id, b_.ints({a})), t, x.bound, x.exact);
+        }
+        [[fallthrough]];
+      case 3: {  // Squeeze a size-1 dim
+        std::vector<int> ones;
+        for (int i = 0; i < rank; ++i)
+          if (s[i] == 1) ones.push_back(i);
+        if (!ones.empty()) {
+          const int a = one_of(ones);
+          Shape t = s;
+          t.erase(t.begin() + a);
+          return made(b_.squeeze(x.id, b_.ints({a - (chance(0.5) ? rank : 0)})), t, x.bound,
+                      x.exact);
+        }
+        [[fallthrough]];
+      }
+      default: {  // Expand: size-1 dims grow, maybe a new leading dim
+        Shape t = s;
+        if (rank < 4 && chance(0.5)) t.insert(t.begin(), kDims[uniform(1, 3)]);
+        for (int64_t& d : t)
+          if (d == 1 && chance(0.6)) d = kDims[uniform(1, 3)];
+        if (numel(t) > kMaxNumel) t = s;
+        Shape target = t;  // the shape input may keep 1s where the input is larger
+        for (size_t i = 0; i < target.size(); ++i) {
+          const size_t lead = target.size() - s.size();
+          if (i >= lead && s[i - lead] == target[i] && chance(0.3)) target[i] = 1;
+        }
+        return made(b_.expand(x.id, b_.ints(Ints(target.begin(), target.end()))), t, x.bound,
+                    x.exact);
+      }
+    }
+  }
+
+  // An op the JIT cannot compile, so regions are split around it.
+  Val interpreted() {
+    ++noncompilable;
+    const Val x = tame(pick());
+    const int rank = static_cast<int>(x.shape.size());
+    if (rank == 2 && chance(0.7)) {  // x @ y^T, y a 2-D value with x's column count
+      std::vector<Val> c;
+      for (const Val& v : vals_)
+        if (v.shape.size() == 2 && v.shape[1] == x.shape[1]) c.push_back(v);
+      const Val y = tame(one_of(c));
+      const ValueId yt = b_.transpose(y.id, Attributes{{"perm", Ints{1, 0}}});
+      return made(b_.matmul(x.id, yt), {x.shape[0], y.shape[0]},
+                  x.bound * y.bound * static_cast<double>(x.shape[1]), false);
+    }
+    if (rank == 0) {  // a dot product of [x] and [x]
+      const ValueId u = b_.unsqueeze(x.id, b_.ints({0}));
+      return made(b_.matmul(u, u), {}, x.bound * x.bound, false);
+    }
+    const bool keep = chance(0.6);
+    const int axis = uniform(0, rank - 1);
+    Shape t;
+    for (int i = 0; i < rank; ++i)
+      if (i != axis)
+        t.push_back(x.shape[i]);
+      else if (keep)
+        t.push_back(1);
+    return made(b_.reduce_sum(x.id, test::axes_attr({axis}, keep ? 1 : 0)), t,
+                x.bound * static_cast<double>(x.shape[axis]), false);
+  }
+
+  std::mt19937 rng_;
+  GraphBuilder b_;
+  std::vector<Val> vals_;
+};
+
+struct Mismatch {
+  double max_err = 0;  // |got - want| / (kAtol + kRtol * |want|), the largest
+  std::string first;   // the first element out of tolerance, described
+};
+
+void compare(const Tensor& got, const Tensor& want, size_t output, Mismatch& m) {
+  std::ostringstream why;
+  if (got.shape() != want.shape()) {
+    if (m.first.empty())
+      m.first = "output " + std::to_string(output) + ": shape " + shape_str(got.shape()) +
+                " != " + shape_str(want.shape());
+    m.max_err = std::max(m.max_err, 1e30);
+    return;
+  }
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.at_double(i), w = want.at_double(i);
+    double err;
+    if (std::isnan(w) || std::isnan(g))
+      err = std::isnan(w) && std::isnan(g) ? 0 : 1e30;
+    else if (std::isinf(w) || std::isinf(g))
+      err = g == w ? 0 : 1e30;
+    else
+      err = std::abs(g - w) / (kAtol + kRtol * std::abs(w));
+    if (err > 1 && m.first.empty()) {
+      why << "output " << output << " element " << i << ": got " << g << ", want " << w;
+      m.first = why.str();
+    }
+    m.max_err = std::max(m.max_err, err);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") {
+  const auto start = std::chrono::steady_clock::now();
+  int graphs_with_kernels = 0, regions_compiled = 0, regions_not_compiled = 0, with_interp = 0;
+  int64_t kernel_calls = 0;
+  double max_err = 0;  // in units of the tolerance
+  std::string not_compiled_example;
+  for (int gi = 0; gi < kGraphs; ++gi) {
+    const uint32_t seed = kSeed + static_cast<uint32_t>(gi);
+    GraphGen gen(seed);
+    const std::string bad = test::error_of([&] { gen.make(); });
+    REQUIRE_MESSAGE(bad.empty(),
+                    "seed " << seed << ": the generator made an invalid graph: " << bad);
+    with_interp += gen.noncompilable > 0;
+    const std::vector<Tensor> warm = gen.feeds(), feeds = gen.feeds();
+    std::vector<Tensor> got, want;
+    Report rep;
+    const std::string error = test::error_of([&] {
+      Session jit(gen.graph, SessionOptions{.warmup_runs = 1, .min_region_ops = 1});
+      jit.run(warm);
+      got = jit.run(feeds);
+      rep = jit.report();
+      Session ref(gen.graph, SessionOptions{.interpret_only = true});
+      want = ref.run(feeds);
+    });
+    REQUIRE_MESSAGE(error.empty(), "seed " << seed << ": " << error << "\n"
+                                           << gen.graph.to_string());
+    REQUIRE(got.size() == want.size());
+    Mismatch m;
+    for (size_t o = 0; o < got.size(); ++o) compare(got[o], want[o], o, m);
+    max_err = std::max(max_err, m.max_err);
+    CHECK_MESSAGE(m.first.empty(), "seed " << seed << " (graph " << gi << "): " << m.first << "\n"
+                                           << gen.graph.to_string() << rep.to_text());
+    int compiled = 0;
+    for (const RegionReport& r : rep.regions) {
+      if (r.compiled) {
+        ++compiled;
+        CHECK_MESSAGE(r.kernel_calls == 1, "seed " << seed << ": region " << r.id << " ran "
+                                                   << r.kernel_calls << " times");
+      } else {
+        ++regions_not_compiled;
+        if (not_compiled_example.empty())
+          not_compiled_example = "seed " + std::to_string(seed) + ": " + r.why_interpreted;
+      }
+    }
+    regions_compiled += compiled;
+    graphs_with_kernels += compiled > 0;
+    kernel_calls += rep.kernel_calls;
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE(kGraphs << " graphs (" << with_interp << " with interpreted ops), " << graphs_with_kernels
+                  << " with kernels, " << regions_compiled << " regions compiled ("
+                  << regions_not_compiled << " not), " << kernel_calls
+                  << " kernel calls; max error " << max_err << " x tolerance; " << secs << " s");
+  if (!not_compiled_example.empty()) MESSAGE("not compiled, e.g. " << not_compiled_example);
+  CHECK(graphs_with_kernels * 10 > kGraphs * 3);
+}
