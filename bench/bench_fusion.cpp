@@ -3,6 +3,7 @@
 //   build/release/bench/sgraph_bench --benchmark_filter=Fusion
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <functional>
 #include <random>
 
@@ -77,3 +78,43 @@ BENCHMARK(BM_Fusion_Softmax)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::
 BENCHMARK(BM_Fusion_GemmBiasGelu)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// Each synthetic model of ../shared/testdata on its data set 0, fused vs interpreted.
+namespace {
+void BM_Fusion_Model(benchmark::State& state, const std::string& name) {
+  const std::string dir = SGRAPH_TESTDATA_DIR "/synthetic/" + name;
+  try {
+    SessionOptions o;
+    o.interpret_only = state.range(0) == 0;
+    Session s(load_onnx(dir + "/model.onnx"), o);
+    std::vector<Tensor> in;
+    for (int i = 0;; ++i) {
+      const std::string p = dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb";
+      if (FILE* f = std::fopen(p.c_str(), "rb")) {
+        std::fclose(f);
+        in.push_back(load_tensor_pb(p));
+      } else {
+        break;
+      }
+    }
+    for (int i = 0; i < o.warmup_runs; ++i) s.run(in);
+    for (auto _ : state) benchmark::DoNotOptimize(s.run(in));
+    int compiled = 0;
+    for (const RegionReport& r : s.report().regions) compiled += r.compiled;
+    state.counters["compiled_regions"] = compiled;
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+}  // namespace
+BENCHMARK_CAPTURE(BM_Fusion_Model, mlp3, "mlp3")->ArgName("fused")->Arg(0)->Arg(1);
+BENCHMARK_CAPTURE(BM_Fusion_Model, small_cnn, "small_cnn")->ArgName("fused")->Arg(0)->Arg(1);
+BENCHMARK_CAPTURE(BM_Fusion_Model, cnn_bn_gap, "cnn_bn_gap")->ArgName("fused")->Arg(0)->Arg(1);
+BENCHMARK_CAPTURE(BM_Fusion_Model, tiny_encoder_block, "tiny_encoder_block")
+    ->ArgName("fused")
+    ->Arg(0)
+    ->Arg(1);
+BENCHMARK_CAPTURE(BM_Fusion_Model, tiny_causal_block, "tiny_causal_block")
+    ->ArgName("fused")
+    ->Arg(0)
+    ->Arg(1);
