@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -175,7 +176,9 @@ class GraphBuilder {
     a = std::move(attrs);
   }
   Graph graph_;
+  void claim(const std::string& name);  // throws if a value already has the name
   std::map<std::string, int> name_counts_;
+  std::unordered_set<std::string> names_;  // every value name in graph_
 };
 
 }  // namespace sgraph

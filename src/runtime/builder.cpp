@@ -8,9 +8,13 @@ namespace sgraph {
 
 GraphBuilder::GraphBuilder(std::string name) { graph_.name = std::move(name); }
 
+void GraphBuilder::claim(const std::string& name) {
+  SG_CHECK(names_.insert(name).second) << "a value named '" << name << "' exists already";
+}
+
 ValueId GraphBuilder::input(std::string name, DType dtype, DimList shape) {
   SG_CHECK(!name.empty()) << "graph inputs need a name";
-  SG_CHECK(graph_.find_value(name) == kNoValue) << "a value named '" << name << "' exists already";
+  claim(name);
   const ValueId v = graph_.add_value(std::move(name), dtype, std::move(shape));
   graph_.inputs.push_back(v);
   return v;
@@ -18,7 +22,7 @@ ValueId GraphBuilder::input(std::string name, DType dtype, DimList shape) {
 
 ValueId GraphBuilder::constant(std::string name, Tensor value) {
   if (name.empty()) name = "const_" + std::to_string(name_counts_["const"]++);
-  SG_CHECK(graph_.find_value(name) == kNoValue) << "a value named '" << name << "' exists already";
+  claim(name);
   return graph_.add_constant(std::move(name), std::move(value));
 }
 
@@ -26,14 +30,15 @@ void GraphBuilder::output(ValueId v, std::string name) {
   SG_CHECK(v >= 0 && v < static_cast<ValueId>(graph_.values.size()))
       << "output(): value id " << v << " does not exist";
   if (!name.empty() && graph_.values[v].name != name) {
-    SG_CHECK(graph_.find_value(name) == kNoValue)
-        << "a value named '" << name << "' exists already";
+    SG_CHECK(!names_.count(name)) << "a value named '" << name << "' exists already";
     if (graph_.values[v].producer >= 0 &&
         std::find(graph_.outputs.begin(), graph_.outputs.end(), v) == graph_.outputs.end()) {
       // Rename the value, and its node when that still has the generated name.
       Node& producer = graph_.nodes[graph_.values[v].producer];
       if (producer.outputs.size() == 1 && producer.name == graph_.values[v].name)
         producer.name = name;
+      names_.erase(graph_.values[v].name);
+      claim(name);
       graph_.values[v].name = std::move(name);
     } else {  // an input, constant or already-named output: give it a second name
       v = node(OpKind::Identity, {v}, {}, 1, std::move(name)).front();
@@ -50,13 +55,18 @@ std::vector<ValueId> GraphBuilder::node(OpKind op, std::vector<ValueId> inputs, 
   Node n{op, name, std::move(inputs), {}, std::move(attrs)};
   for (int i = 0; i < num_outputs; ++i) {
     std::string vname = num_outputs == 1 ? name : name + ":" + std::to_string(i);
-    SG_CHECK(graph_.find_value(vname) == kNoValue)
-        << "a value named '" << vname << "' exists already";
+    if (names_.count(vname)) {
+      for (ValueId made : n.outputs) names_.erase(graph_.values[made].name);
+      graph_.values.resize(graph_.values.size() - n.outputs.size());
+      SG_FAIL() << "a value named '" << vname << "' exists already";
+    }
+    names_.insert(vname);
     n.outputs.push_back(graph_.add_value(std::move(vname)));
   }
   std::vector<ValueId> outs = n.outputs;
   const int32_t index = graph_.add_node(std::move(n));
   auto rollback = [&] {  // leave the builder as it was before the failed call
+    for (ValueId made : outs) names_.erase(graph_.values[made].name);
     graph_.nodes.pop_back();
     graph_.values.resize(graph_.values.size() - outs.size());
   };
@@ -88,6 +98,7 @@ Graph GraphBuilder::build() {
   Graph g = std::move(graph_);
   graph_ = Graph{};
   name_counts_.clear();
+  names_.clear();
   return g;
 }
 
