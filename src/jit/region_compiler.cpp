@@ -108,11 +108,25 @@ class KernelBuilder {
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
     for (size_t i = 0; i < nargs; ++i)
       buffer_[i < nin ? r_.inputs[i] : r_.outputs[i - nin]] = body->getArg(i);
+    // Kernel-local buffers first (all allocas in the entry block), then one loop nest per
+    // materialised value in the region's (topological) node order, then the outputs.
+    std::vector<int32_t> mat_nodes;
+    for (int32_t i : r_.nodes)
+      if (materialises(g_.nodes[i].op)) mat_nodes.push_back(i);
+    for (int32_t i : mat_nodes) allocate(g_.nodes[i]);
+    for (int32_t i : mat_nodes) {
+      const Node& n = g_.nodes[i];
+      if (is_softmax(n.op))
+        materialise_softmax(n);
+      else
+        materialise_reduce(n);
+    }
     for (ValueId out : r_.outputs) {
       SG_ASSERT(producer_[out] >= 0)
           << "region output '" << g_.values[out].name << "' is not made by a node of the region";
       emit_loop_nest(out);
     }
+    for (Value* p : heap_) b_.CreateCall(free_fn(), {p});
     b_.CreateRetVoid();
   }
 
@@ -139,8 +153,9 @@ class KernelBuilder {
       if (u == kNoValue || seen[u]) continue;
       seen[u] = true;
       cone.push_back(u);
-      if (producer_[u] < 0) continue;
+      if (producer_[u] < 0 || local_.count(u)) continue;
       const Node& n = g_.nodes[producer_[u]];
+      if (is_softmax(n.op)) return;
       const IndexMap map = index_map(n.op);
       if (map == IndexMap::same_offset || map == IndexMap::transpose) return;
       if (map == IndexMap::broadcast)
@@ -194,6 +209,12 @@ class KernelBuilder {
   void emit_loop_nest(ValueId v) {
     coalesce(v);
     const Shape& s = shape(v);
+    loop_nest(s, [&](const Index& idx) { store(v, offset_of(idx, s), element(v, idx)); });
+  }
+
+  // A loop nest over `s` calling body(idx) at the innermost level.
+  template <class F>
+  void loop_nest(const Shape& s, F body) {
     if (numel(s) == 0) return;
     llvm::Function* f = b_.GetInsertBlock()->getParent();
     struct Loop {
@@ -218,7 +239,7 @@ class KernelBuilder {
       loops.push_back({header, iv, s[d]});
     }
     cache_.clear();  // elements of another nest do not dominate this one
-    store(v, offset_of(idx, s), element(v, idx));
+    body(idx);
     for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
       Value* next = b_.CreateAdd(it->iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
       it->iv->addIncoming(next, b_.GetInsertBlock());
@@ -232,8 +253,13 @@ class KernelBuilder {
   Value* element(ValueId v, const Index& idx) {
     auto key = std::make_pair(v, idx);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    Value* x =
-        producer_[v] < 0 ? load(v, offset_of(idx, shape(v))) : compute(g_.nodes[producer_[v]], idx);
+    Value* x = nullptr;
+    if (auto it = local_.find(v); it != local_.end())
+      x = load_reduced(g_.nodes[producer_[v]], it->second, offset_of(idx, shape(v)));
+    else if (producer_[v] < 0)
+      x = load(v, offset_of(idx, shape(v)));
+    else
+      x = compute(g_.nodes[producer_[v]], idx);
     cache_.emplace(std::move(key), x);
     return x;
   }
@@ -241,6 +267,8 @@ class KernelBuilder {
   // The element of `v` at row-major offset `off`.
   Value* element_at_offset(ValueId v, Value* off) {
     if (producer_[v] < 0) return load(v, off);
+    if (auto it = local_.find(v); it != local_.end())
+      return load_reduced(g_.nodes[producer_[v]], it->second, off);
     const Shape& s = shape(v);
     Index idx(s.size(), i64(0));
     size_t first = 0;  // the outermost dim of size > 1 takes what is left of the offset
@@ -260,6 +288,7 @@ class KernelBuilder {
   // The output element of member node `n` at `idx`.
   Value* compute(const Node& n, const Index& idx) {
     const Shape& out = shape(n.outputs[0]);
+    if (is_softmax(n.op)) return softmax_element(n, idx);
     switch (index_map(n.op)) {
       case IndexMap::same_offset: {
         const ValueId in = n.inputs[0];
@@ -298,6 +327,212 @@ class KernelBuilder {
     Value* x = ops::op_def(n.op).element(c, operands);
     SG_ASSERT(x) << node_str(n) << ": its element emitter declined after the probe accepted it";
     return x;
+  }
+
+  // ---- Materialised values: reductions and Softmax's row max and row sum ----
+
+  struct Local {
+    Value* ptr = nullptr;
+    llvm::Type* type = nullptr;  // the element type in memory (the accumulator's)
+  };
+
+  static bool is_softmax(OpKind op) { return op == OpKind::Softmax || op == OpKind::LogSoftmax; }
+
+  llvm::FunctionCallee malloc_fn() {
+    return m_.getOrInsertFunction("malloc", b_.getPtrTy(), b_.getInt64Ty());
+  }
+  llvm::FunctionCallee free_fn() {
+    return m_.getOrInsertFunction("free", b_.getVoidTy(), b_.getPtrTy());
+  }
+
+  // A kernel-local buffer of `count` elements of `t`: on the stack when small, else malloc'ed once
+  // per call (freed at the end).
+  Local local_buffer(llvm::Type* t, int64_t count) {
+    const int64_t bytes =
+        std::max<int64_t>(1, count) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
+    Local l{nullptr, t};
+    if (bytes <= 64 * 1024) {
+      l.ptr = b_.CreateAlloca(t, i64(std::max<int64_t>(1, count)));
+    } else {
+      l.ptr = b_.CreateCall(malloc_fn(), {i64(bytes)});
+      heap_.push_back(l.ptr);
+    }
+    return l;
+  }
+
+  // The accumulator type of a reduction node: f64 for float sums, i64 for integer sums, the
+  // element type for max.
+  llvm::Type* acc_type(const Node& n) {
+    const DType t = g_.values[n.inputs[0]].dtype;
+    if (n.op == OpKind::ReduceMax) return memory_type(ctx_, t);
+    return is_float(t) ? b_.getDoubleTy() : b_.getInt64Ty();
+  }
+
+  Shape row_shape(const Node& n) {  // Softmax: the input shape with the axis dim 1
+    Shape s = shapes_.at(n.inputs[0]);
+    s[ops::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int64_t>(s.size()))] = 1;
+    return s;
+  }
+
+  void allocate(const Node& n) {
+    if (is_softmax(n.op)) {
+      const Shape rs = row_shape(n);
+      llvm::Type* t = ops::element_type(ctx_, g_.values[n.inputs[0]].dtype);
+      softmax_[&n] = {local_buffer(t, numel(rs)), local_buffer(b_.getDoubleTy(), numel(rs))};
+    } else {
+      local_[n.outputs[0]] = local_buffer(acc_type(n), numel(shapes_.at(n.outputs[0])));
+    }
+  }
+
+  std::vector<bool> reduced_mask(const Node& n, size_t rank) {
+    Ints axes;
+    if (n.inputs.size() > 1 && n.inputs[1] != kNoValue)
+      axes = g_.values[n.inputs[1]].initializer.to_int64();
+    else
+      axes = n.attrs.get_ints("axes", {});
+    const bool noop = n.attrs.get_int("noop_with_empty_axes", 0) != 0;
+    std::vector<bool> reduced(rank, axes.empty() && !noop);
+    for (int64_t a : axes) reduced[ops::normalize_axis(a, static_cast<int64_t>(rank))] = true;
+    return reduced;
+  }
+
+  Value* max_of(Value* a, Value* x, DType t) {
+    if (is_float(t))  // NaN propagates
+      return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x,
+                             b_.CreateSelect(b_.CreateFCmpOLT(a, x), x, a));
+    const bool u = t == DType::u8;
+    return b_.CreateSelect(u ? b_.CreateICmpULT(a, x) : b_.CreateICmpSLT(a, x), x, a);
+  }
+
+  Value* lowest(DType t, llvm::Type* type) {
+    if (is_float(t)) return llvm::ConstantFP::getInfinity(type, /*Negative=*/true);
+    if (t == DType::u8) return llvm::ConstantInt::get(type, 0);
+    return llvm::ConstantInt::get(type, llvm::APInt::getSignedMinValue(type->getIntegerBitWidth()));
+  }
+
+  Value* reassoc_fadd(Value* a, Value* x) {
+    Value* s = b_.CreateFAdd(a, x);
+    if (auto* i = llvm::dyn_cast<llvm::Instruction>(s)) {
+      llvm::FastMathFlags f;
+      f.setAllowReassoc();
+      i->setFastMathFlags(f);
+    }
+    return s;
+  }
+
+  void materialise_reduce(const Node& n) {
+    coalesced_.clear();
+    const ValueId x = n.inputs[0], y = n.outputs[0];
+    const DType t = g_.values[x].dtype;
+    const Shape& in = shapes_.at(x);
+    const Shape& out = shapes_.at(y);
+    const std::vector<bool> reduced = reduced_mask(n, in.size());
+    const bool keep = n.attrs.get_int("keepdims", 1) != 0;
+    Shape expect;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (!reduced[d] || keep) expect.push_back(reduced[d] ? 1 : in[d]);
+    SG_CHECK(expect == out) << node_str(n) << ": output shape " << shape_str(out)
+                            << " does not match the reduction of " << shape_str(in);
+    const Local l = local_.at(y);
+    const bool is_max = n.op == OpKind::ReduceMax;
+    Value* identity = is_max ? lowest(t, l.type) : llvm::Constant::getNullValue(l.type);
+    loop_nest(out, [&](const Index& oi) {
+      b_.CreateStore(identity, b_.CreateInBoundsGEP(l.type, l.ptr, offset_of(oi, out)));
+    });
+    loop_nest(in, [&](const Index& ii) {
+      Index oi;
+      for (size_t d = 0; d < in.size(); ++d)
+        if (!reduced[d])
+          oi.push_back(ii[d]);
+        else if (keep)
+          oi.push_back(i64(0));
+      Value* p = b_.CreateInBoundsGEP(l.type, l.ptr, offset_of(oi, out));
+      Value* a = b_.CreateLoad(l.type, p);
+      Value* e = element(x, ii);
+      Value* r = nullptr;
+      if (is_max)
+        r = max_of(a, e, t);
+      else if (is_float(t))
+        r = reassoc_fadd(a, b_.CreateFPCast(e, l.type));
+      else
+        r = b_.CreateAdd(a, b_.CreateIntCast(e, l.type, /*isSigned=*/true));
+      b_.CreateStore(r, p);
+    });
+  }
+
+  // A reduction's element at row-major offset `off` of its output: the accumulator, finished.
+  Value* load_reduced(const Node& n, const Local& l, Value* off) {
+    Value* a = b_.CreateLoad(l.type, b_.CreateInBoundsGEP(l.type, l.ptr, off));
+    const DType t = g_.values[n.outputs[0]].dtype;
+    if (n.op == OpKind::ReduceMax) return a;
+    if (n.op == OpKind::ReduceMean) {
+      const Shape& in = shapes_.at(n.inputs[0]);
+      const std::vector<bool> reduced = reduced_mask(n, in.size());
+      int64_t count = 1;
+      for (size_t d = 0; d < in.size(); ++d)
+        if (reduced[d]) count *= in[d];
+      a = is_float(t) ? b_.CreateFDiv(a, llvm::ConstantFP::get(l.type, static_cast<double>(count)))
+                      : b_.CreateSDiv(a, i64(count));
+    }
+    llvm::Type* et = ops::element_type(ctx_, t);
+    return is_float(t) ? b_.CreateFPCast(a, et) : b_.CreateIntCast(a, et, true);
+  }
+
+  void materialise_softmax(const Node& n) {
+    coalesced_.clear();
+    const ValueId x = n.inputs[0];
+    const DType t = g_.values[x].dtype;
+    const Shape& in = shapes_.at(x);
+    const Shape rs = row_shape(n);
+    const auto& [mx, sum] = softmax_.at(&n);
+    const auto row = [&](const Index& ii) {
+      Index ri = ii;
+      for (size_t d = 0; d < rs.size(); ++d)
+        if (rs[d] == 1) ri[d] = i64(0);
+      return offset_of(ri, rs);
+    };
+    loop_nest(rs, [&](const Index& ri) {
+      Value* off = offset_of(ri, rs);
+      b_.CreateStore(lowest(t, mx.type), b_.CreateInBoundsGEP(mx.type, mx.ptr, off));
+      b_.CreateStore(llvm::ConstantFP::get(sum.type, 0.0),
+                     b_.CreateInBoundsGEP(sum.type, sum.ptr, off));
+    });
+    loop_nest(in, [&](const Index& ii) {
+      Value* p = b_.CreateInBoundsGEP(mx.type, mx.ptr, row(ii));
+      Value* a = b_.CreateLoad(mx.type, p);
+      Value* e = element(x, ii);
+      b_.CreateStore(b_.CreateSelect(b_.CreateFCmpOLT(a, e), e, a), p);
+    });
+    const std::vector<DType> dts = {t};
+    ops::ElementCtx c{b_, n, dts, t};
+    loop_nest(in, [&](const Index& ii) {
+      Value* off = row(ii);
+      Value* m = b_.CreateLoad(mx.type, b_.CreateInBoundsGEP(mx.type, mx.ptr, off));
+      Value* e = c.math("exp", b_.CreateFSub(element(x, ii), m));
+      Value* p = b_.CreateInBoundsGEP(sum.type, sum.ptr, off);
+      b_.CreateStore(reassoc_fadd(b_.CreateLoad(sum.type, p), b_.CreateFPCast(e, sum.type)), p);
+    });
+  }
+
+  // exp(x - max) * (1 / sum), or (x - max) - log(sum), at `idx` (in the uncoalesced shape).
+  Value* softmax_element(const Node& n, const Index& idx) {
+    const ValueId x = n.inputs[0];
+    const DType t = g_.values[x].dtype;
+    const Shape rs = row_shape(n);
+    const auto& [mx, sum] = softmax_.at(&n);
+    Index ri = idx;
+    for (size_t d = 0; d < rs.size(); ++d)
+      if (rs[d] == 1) ri[d] = i64(0);
+    Value* off = offset_of(ri, rs);
+    Value* m = b_.CreateLoad(mx.type, b_.CreateInBoundsGEP(mx.type, mx.ptr, off));
+    Value* s = b_.CreateLoad(sum.type, b_.CreateInBoundsGEP(sum.type, sum.ptr, off));
+    const std::vector<DType> dts = {t};
+    ops::ElementCtx c{b_, n, dts, t};
+    Value* d = b_.CreateFSub(element(x, idx), m);
+    llvm::Type* et = mx.type;
+    if (n.op == OpKind::LogSoftmax) return b_.CreateFSub(d, b_.CreateFPCast(c.math("log", s), et));
+    Value* inv = b_.CreateFPCast(b_.CreateFDiv(llvm::ConstantFP::get(sum.type, 1.0), s), et);
+    return b_.CreateFMul(c.math("exp", d), inv);
   }
 
   static Ints reversed_dims(size_t rank) {
@@ -390,6 +625,9 @@ class KernelBuilder {
   std::vector<Value*> buffer_;     // per value: its buffer parameter (region inputs, outputs)
   std::map<std::pair<ValueId, Index>, Value*> cache_;  // elements made in the current loop nest
   std::map<ValueId, Shape> coalesced_;                 // shapes in the current loop nest, if merged
+  std::map<ValueId, Local> local_;                     // reductions' accumulator buffers
+  std::map<const Node*, std::pair<Local, Local>> softmax_;  // Softmax: row max, row sum
+  std::vector<Value*> heap_;                                // malloc'ed buffers to free
 };
 
 }  // namespace
@@ -405,6 +643,21 @@ std::string why_not_compilable(const Graph& g, const Region& r) {
     if (!ops::element_type(ctx, out))
       return why("unsupported dtype " + std::string(dtype_name(out)));
     if (index_map(n.op) != IndexMap::none) continue;
+    if (materialises(n.op)) {
+      const DType in = g.values[n.inputs[0]].dtype;
+      if (n.op == OpKind::Softmax || n.op == OpKind::LogSoftmax) {
+        if (!is_float(in)) return why("softmax of " + std::string(dtype_name(in)));
+        continue;
+      }
+      const bool ok = in == DType::f32 || in == DType::f64 || in == DType::i32 ||
+                      in == DType::i64 ||
+                      (n.op == OpKind::ReduceMax && (in == DType::u8 || in == DType::i8));
+      if (!ok || in != out) return why("reduction of " + std::string(dtype_name(in)));
+      if (n.inputs.size() > 1 && n.inputs[1] != kNoValue &&
+          !g.values[n.inputs[1]].initializer.defined())
+        return why("axes input is not a constant");
+      continue;
+    }
     if (!ops::op_def(n.op).element) return why("no element emitter");
     if (std::string s = probe_emitter(m, n, operand_dtypes(g, n), out); !s.empty()) return why(s);
   }
@@ -440,5 +693,10 @@ IndexMap index_map(OpKind op) {
 }  // namespace
 
 bool maps_indices(OpKind op) { return index_map(op) != IndexMap::none; }
+
+bool materialises(OpKind op) {
+  return op == OpKind::ReduceSum || op == OpKind::ReduceMean || op == OpKind::ReduceMax ||
+         op == OpKind::Softmax || op == OpKind::LogSoftmax;
+}
 
 }  // namespace sgraph::jit

@@ -18,6 +18,12 @@
 //     at the same row-major offset (an affine load from a region input; delinearised with div/mod
 //     when the input is computed, unless the reshape only adds or drops size-1 dims), Transpose
 //     permutes the index, Expand broadcasts it.
+//   - a reduction (ReduceSum/ReduceMean/ReduceMax) is materialised: before the output nests, a
+//     loop nest over its operand's shape accumulates into a kernel-local buffer (stack when at
+//     most 64 KiB, else malloc'ed per call; f64 for float sums, i64 for integer sums) and its
+//     consumers read that buffer like a region input; Softmax/LogSoftmax materialise the row max
+//     and then the row sum of exp(x - max) the same way, and their element reads both. These
+//     nests run in the region's node order.
 // Within one loop nest each (value, index) is generated once; with several outputs each output has
 // its own loop nest and values they share are computed again in each (a later slice can
 // materialise them). Buffer arguments are `noalias`: outputs must not overlap inputs.
@@ -34,6 +40,13 @@ namespace sgraph::jit {
 
 // True for the index ops the compiler maps itself (views, Transpose, Expand).
 bool maps_indices(OpKind op);
+
+// True for the ops whose value the compiler materialises into a kernel-local buffer before the
+// loop nests that read it: ReduceSum/ReduceMean/ReduceMax (a loop nest over the input
+// accumulating into the buffer; f64 for float sums) and Softmax/LogSoftmax (the row max, then
+// the row sum of exp(x - max), as two buffers; the output element reads them). Consumers read
+// these buffers like region inputs; loop nests run in the region's topological node order.
+bool materialises(OpKind op);
 
 // Why the region cannot be compiled, naming the first node at fault (an op with no element
 // emitter and no index map, an emitter that does not handle the node's dtypes, several outputs,

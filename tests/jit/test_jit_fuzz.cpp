@@ -166,8 +166,10 @@ class GraphGen {
       r = binary();
     else if (kind < 75)
       r = unary();
-    else if (kind < 95)
+    else if (kind < 88)
       r = index_op();
+    else if (kind < 96)
+      r = reduction();
     else
       r = interpreted();
     vals_.push_back(r);
@@ -350,16 +352,49 @@ class GraphGen {
       const ValueId u = b_.unsqueeze(x.id, b_.ints({0}));
       return made(b_.matmul(u, u), {}, x.bound * x.bound, false);
     }
-    const bool keep = chance(0.6);
+    const ValueId row = b_.reshape(x.id, b_.ints({1, -1}));  // x flattened, dotted with itself
+    const ValueId col = b_.reshape(x.id, b_.ints({-1, 1}));
+    return made(b_.matmul(row, col), {1, 1},
+                x.bound * x.bound * static_cast<double>(numel(x.shape)), false);
+  }
+
+  // A reduction the JIT materialises inside the region: ReduceSum/Mean/Max over one or two axes
+  // (attribute or constant input, keepdims 0 or 1), or Softmax/LogSoftmax along one axis.
+  Val reduction() {
+    const Val x = tame(pick());
+    const int rank = static_cast<int>(x.shape.size());
+    if (rank == 0) return made(b_.reduce_max(x.id), {}, x.bound, x.exact);
     const int axis = uniform(0, rank - 1);
+    const int kind = uniform(0, 4);
+    if (kind == 3)
+      return made(b_.softmax(x.id, Attributes{{"axis", int64_t{axis}}}), x.shape, 1, false);
+    if (kind == 4) {
+      const double n = static_cast<double>(x.shape[axis]);
+      return made(b_.log_softmax(x.id, Attributes{{"axis", int64_t{axis - rank}}}), x.shape,
+                  2 * x.bound + std::log(std::max(n, 1.0)), false);
+    }
+    Ints axes = {axis};
+    if (rank > 1 && chance(0.3)) axes.push_back((axis + 1) % rank);
+    const bool keep = chance(0.6);
     Shape t;
-    for (int i = 0; i < rank; ++i)
-      if (i != axis)
+    double count = 1;
+    for (int i = 0; i < rank; ++i) {
+      const bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
+      if (red) count *= static_cast<double>(x.shape[i]);
+      if (!red)
         t.push_back(x.shape[i]);
       else if (keep)
         t.push_back(1);
-    return made(b_.reduce_sum(x.id, test::axes_attr({axis}, keep ? 1 : 0)), t,
-                x.bound * static_cast<double>(x.shape[axis]), false);
+    }
+    const Attributes kd = {{"keepdims", int64_t{keep ? 1 : 0}}};
+    const bool as_input = chance(0.5);
+    const auto reduce = [&](OpKind op) {
+      if (as_input) return b_.node(op, {x.id, b_.ints(axes)}, kd).front();
+      return b_.node(op, {x.id}, test::axes_attr(axes, keep ? 1 : 0)).front();
+    };
+    if (kind == 0) return made(reduce(OpKind::ReduceSum), t, x.bound * count, false);
+    if (kind == 1) return made(reduce(OpKind::ReduceMean), t, x.bound, false);
+    return made(reduce(OpKind::ReduceMax), t, x.bound, x.exact);
   }
 
   std::mt19937 rng_;

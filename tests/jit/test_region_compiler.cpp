@@ -497,3 +497,125 @@ TEST_CASE("JIT: shapes inconsistent with the graph are an error") {
                        }),
                        "operand shape [4] does not broadcast to [3]"));
 }
+
+// ---- Reductions and Softmax inside regions (materialised into kernel-local buffers) ----
+
+namespace {
+
+void check_reduce(OpKind op, DType t, const Shape& s, const Ints& axes, int64_t keep,
+                  bool axes_as_input, uint32_t seed) {
+  INFO(op_name(op) << " " << dtype_name(t) << shape_str(s) << " axes " << shape_str(axes)
+                   << " keepdims " << keep
+                   << std::string(axes_as_input ? " (input)" : " (attribute)"));
+  const Tensor x = random_of(t, s, seed, -3, 3);
+  const auto reduce = [&](GraphBuilder& b, ValueId v) {
+    if (axes_as_input) return b.node(op, {v, b.ints(axes)}, Attributes{{"keepdims", keep}}).front();
+    return b.node(op, {v}, test::axes_attr(axes, keep)).front();
+  };
+  {  // alone
+    GraphBuilder b;
+    b.output(reduce(b, b.input("x", t, to_dims(s))));
+    check_region(b.build(), {x}, 1e-4, 1e-5);
+  }
+  if (t != DType::f32) return;
+  {  // with an elementwise producer and consumer: exp(reduce(tanh(x))) * 2
+    GraphBuilder b;
+    const ValueId r = reduce(b, b.tanh(b.input("x", t, to_dims(s))));
+    b.output(b.mul(b.exp(b.neg(b.abs(r))), b.scalar(2.0f)));
+    check_region(b.build(), {x}, 1e-4, 1e-5);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("JIT: ReduceSum, ReduceMean, ReduceMax alone and between elementwise ops") {
+  const std::vector<std::pair<Shape, Ints>> cases = {
+      {{7}, {0}},       {{1023}, {-1}},      {{3, 7}, {1}},     {{3, 7}, {0}},
+      {{1, 1023}, {1}}, {{2, 3, 5}, {0, 2}}, {{2, 3, 5}, {1}},  {{4, 1, 7}, {1}},
+      {{2, 3, 5}, {}},  {{5, 1}, {0, 1}},    {{3, 20000}, {0}},  // a heap (malloc'ed) accumulator
+  };
+  uint32_t seed = 1;
+  for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
+    for (const auto& [s, axes] : cases)
+      for (int64_t keep : {0, 1}) {
+        check_reduce(op, DType::f32, s, axes, keep, seed % 2 == 0, seed);
+        ++seed;
+      }
+  for (DType t : {DType::f64, DType::i32, DType::i64}) {
+    check_reduce(OpKind::ReduceSum, t, {3, 7}, {1}, 1, false, 3);
+    check_reduce(OpKind::ReduceMean, t, {3, 7}, {0}, 0, true, 4);
+    check_reduce(OpKind::ReduceMax, t, {2, 3, 5}, {0, 2}, 1, false, 5);
+  }
+  check_reduce(OpKind::ReduceMax, DType::u8, {4, 9}, {1}, 0, false, 6);
+  check_reduce(OpKind::ReduceMax, DType::i8, {4, 9}, {0}, 1, true, 7);
+}
+
+TEST_CASE("JIT: x - ReduceMean(x) over the last axis, and a LayerNorm built from ops") {
+  for (const Shape& s : {Shape{1, 1}, Shape{3, 7}, Shape{2, 5, 1023}, Shape{4, 1}}) {
+    INFO(shape_str(s));
+    const Tensor xt = test::random_f32(s, 11, -2, 2);
+    {
+      GraphBuilder b;
+      const ValueId x = b.input("x", DType::f32, to_dims(s));
+      b.output(b.sub(x, b.reduce_mean(x, test::axes_attr({-1}, 1))));
+      check_region(b.build(), {xt}, 1e-4, 1e-5);
+    }
+    const int64_t n = s.back();
+    const Tensor gamma = test::random_f32({n}, 12), beta = test::random_f32({n}, 13);
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, to_dims(s));
+    const ValueId d = b.sub(x, b.reduce_mean(x, test::axes_attr({-1}, 1)));
+    const ValueId var = b.reduce_mean(b.pow(d, b.scalar(2.0f)), test::axes_attr({-1}, 1));
+    const ValueId y = b.div(d, b.sqrt(b.add(var, b.scalar(1e-5f))));
+    b.output(b.add(b.mul(y, b.input("gamma", DType::f32, {n})), b.input("beta", DType::f32, {n})));
+    const Graph g = b.build();
+    check_region(g, {xt, gamma, beta}, 1e-4, 1e-5);
+  }
+}
+
+TEST_CASE("JIT: Softmax and LogSoftmax on the last and a middle axis") {
+  const std::vector<std::pair<Shape, int64_t>> cases = {
+      {{7}, 0},        {{1}, -1},      {{3, 1023}, -1}, {{2, 7, 5}, 1},
+      {{2, 7, 5}, -2}, {{4, 1, 3}, 1}, {{2, 3, 4}, 0},  {{64, 1024}, 1},
+  };
+  uint32_t seed = 20;
+  for (OpKind op : {OpKind::Softmax, OpKind::LogSoftmax})
+    for (const auto& [s, axis] : cases) {
+      INFO(op_name(op) << shape_str(s) << " axis " << axis);
+      const Tensor x = test::random_f32(s, seed++, -5, 5);
+      {
+        GraphBuilder b;
+        b.output(b.node(op, {b.input("x", DType::f32, to_dims(s))}, {{"axis", axis}}).front());
+        check_region(b.build(), {x}, 1e-4, 1e-5);
+      }
+      GraphBuilder b;  // scaled input, then a consumer (attention-like)
+      const ValueId v = b.mul(b.input("x", DType::f32, to_dims(s)), b.scalar(0.5f));
+      const ValueId sm = b.node(op, {v}, {{"axis", axis}}).front();
+      b.output(b.add(sm, b.scalar(1.0f)));
+      check_region(b.build(), {x}, 1e-4, 1e-5);
+    }
+  GraphBuilder b;  // f64, and two softmaxes in one region
+  const ValueId x = b.input("x", DType::f64, {3, 9});
+  b.output(b.add(b.softmax(x, Attributes{{"axis", int64_t{0}}}),
+                 b.log_softmax(x, Attributes{{"axis", int64_t{1}}})));
+  check_region(b.build(), {random_of(DType::f64, {3, 9}, 40, -4, 4)}, 1e-4, 1e-5);
+}
+
+TEST_CASE("JIT: a reduction made from a reduction, and a reduction as a region output") {
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {6, 7, 9});
+  const ValueId m = b.reduce_max(b.exp(b.mul(x, b.scalar(0.3f))), test::axes_attr({2}, 0));
+  const ValueId s =
+      b.reduce_sum(b.sub(m, b.reduce_mean(m, test::axes_attr({0}, 1))), test::axes_attr({1}, 1));
+  b.output(s, "s");
+  b.output(b.mul(m, s), "ms");
+  check_region(b.build(), {test::random_f32({6, 7, 9}, 41, -2, 2)}, 1e-4, 1e-5);
+}
+
+TEST_CASE("JIT: reductions whose axes input is not a constant cannot be compiled") {
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {2, 3});
+  b.output(b.reduce_sum(x, b.input("axes", DType::i64, {1})));
+  const Graph g = b.build();
+  CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "axes input is not a constant"));
+}
