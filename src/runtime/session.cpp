@@ -37,21 +37,11 @@ class ServingShapes final : public OpObserver {
   explicit ServingShapes(const ShapeTracker& t) : tracker_(t) {}
   void on_op(const OpEvent& e) override {
     if (tracker_.changed(e.node_index) || seen_.count(e.node_index)) return;
-    const auto& ins = tracker_.input_shapes(e.node_index);
-    const auto& outs = tracker_.output_shapes(e.node_index);
-    for (size_t i = 0; i < e.inputs.size() && i < ins.size(); ++i)
-      if (e.inputs[i].defined() && e.inputs[i].shape() != ins[i])
-        return note(e, "input " + std::to_string(i) + ": " + shape_str(ins[i]) + " -> " +
-                           shape_str(e.inputs[i].shape()));
-    for (size_t k = 0; k < e.outputs.size() && k < outs.size(); ++k)
-      if (e.outputs[k].shape() != outs[k])
-        return note(e, "output " + std::to_string(k) + ": " + shape_str(outs[k]) + " -> " +
-                           shape_str(e.outputs[k].shape()));
+    if (auto what = tracker_.difference(e)) seen_.emplace(e.node_index, std::move(*what));
   }
   std::map<int32_t, std::string> take() { return std::exchange(seen_, {}); }
 
  private:
-  void note(const OpEvent& e, std::string what) { seen_.emplace(e.node_index, std::move(what)); }
   const ShapeTracker& tracker_;
   std::map<int32_t, std::string> seen_;
 };

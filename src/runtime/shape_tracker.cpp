@@ -57,6 +57,12 @@ std::vector<bool> ShapeTracker::stable() const {
   return s;
 }
 
+std::optional<std::string> ShapeTracker::difference(const OpEvent& e) const {
+  const OpRecord& r = op(e.node_index);
+  if (same_shapes(r, e)) return std::nullopt;
+  return describe(r, e);
+}
+
 bool ShapeTracker::same_shapes(const OpRecord& r, const OpEvent& e) {
   if (r.in.size() != e.inputs.size() || r.out.size() != e.outputs.size()) return false;
   for (size_t i = 0; i < r.in.size(); ++i) {

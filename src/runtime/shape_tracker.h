@@ -54,6 +54,10 @@ class ShapeTracker final : public OpObserver {
   bool input_present(int32_t node, size_t input) const { return op(node).in_present.at(input); }
   const std::vector<Shape>& output_shapes(int32_t node) const { return op(node).out; }
 
+  // How `e`'s shapes differ from those recorded for its node (as in Change::what), or nullopt when
+  // they are the same. For checking ops while serving, outside any run.
+  std::optional<std::string> difference(const OpEvent& e) const;
+
   // Marks a node changed after warm-up (a guard miss while serving). A node already changed
   // keeps its first change.
   void mark_changed(int32_t node, int run, std::string what);
