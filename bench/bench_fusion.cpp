@@ -1,12 +1,15 @@
 // Fused (profile-guided: warm-up, regions, one kernel per region) vs interpreted execution of
-// the same graphs, measured side by side. Report the ratio of the two times from one run:
-//   build/release/bench/sgraph_bench --benchmark_filter=Fusion
+// the same graphs, measured side by side, with each kernel's rate as a fraction of the machine's
+// limits measured in the same run (roofline.h). Ratios from one run:
+//   build/release/bench/sgraph_bench --benchmark_filter=Fusion --benchmark_format=json |
+//   bench/ratios.py
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <functional>
 #include <random>
 
+#include "roofline.h"
 #include "sgraph/sgraph.h"
 
 namespace {
@@ -21,39 +24,71 @@ Tensor random(Shape shape, uint32_t seed) {
   return t;
 }
 
-// y = exp(relu(x * a + b)) over 16M floats: 4 elementwise ops.
-Graph chain4() {
-  GraphBuilder b("chain4");
-  ValueId x = b.input("x", DType::f32, {int64_t{1} << 24});
-  ValueId t = b.add(b.mul(x, b.scalar(0.5f)), b.scalar(0.25f));
-  b.output(b.exp(b.relu(t)), "y");
+constexpr int64_t k16M = int64_t{1} << 24;
+
+// k elementwise ops over 16M floats, cycling x * 0.5, + 0.25, relu, exp.
+Graph chain(int k) {
+  GraphBuilder b("chain" + std::to_string(k));
+  ValueId v = b.input("x", DType::f32, {k16M});
+  for (int i = 0; i < k; ++i) {
+    switch (i % 4) {
+      case 0:
+        v = b.mul(v, b.scalar(0.5f));
+        break;
+      case 1:
+        v = b.add(v, b.scalar(0.25f));
+        break;
+      case 2:
+        v = b.relu(v);
+        break;
+      default:
+        v = b.exp(v);
+        break;
+    }
+  }
+  b.output(v, "y");
   return b.build();
 }
 
-// Softmax over the rows of a 4096x1024 matrix.
+// Softmax, or LayerNormalization, over the rows of a 4096x1024 matrix.
 Graph softmax_rows() {
   GraphBuilder b("softmax");
   ValueId x = b.input("x", DType::f32, {4096, 1024});
   b.output(b.softmax(x, Attributes{{"axis", int64_t{-1}}}), "y");
   return b.build();
 }
+Graph layer_norm_rows() {
+  GraphBuilder b("layer_norm");
+  ValueId x = b.input("x", DType::f32, {4096, 1024});
+  ValueId scale = b.constant("scale", random({1024}, 2)),
+          bias = b.constant("bias", random({1024}, 3));
+  b.output(b.node(OpKind::LayerNormalization, {x, scale, bias}, {}).front(), "y");
+  return b.build();
+}
 
-// y = gelu(x @ w + bias), x 64x1024, w 1024x1024 (erf form of GELU).
-Graph gemm_bias_gelu() {
+// y = gelu(x @ w + bias), x Mx1024... (erf form of GELU): a GEMM with an epilogue.
+Graph gemm_bias_gelu(int64_t M, int64_t K, int64_t N) {
   GraphBuilder b("gemm_gelu");
-  ValueId x = b.input("x", DType::f32, {64, 1024});
-  ValueId h = b.add(b.matmul(x, b.constant("w", random({1024, 1024}, 2))),
-                    b.constant("bias", random({1024}, 3)));
+  ValueId x = b.input("x", DType::f32, {M, K});
+  ValueId h =
+      b.add(b.matmul(x, b.constant("w", random({K, N}, 2))), b.constant("bias", random({N}, 3)));
   ValueId e = b.erf(b.mul(h, b.scalar(0.70710678f)));
   b.output(b.mul(b.mul(h, b.scalar(0.5f)), b.add(e, b.scalar(1.0f))), "y");
   return b.build();
 }
 
+// Runs `make`'s graph fused (with range(1) threads) or interpreted (range(0) == 0), and reports
+// the rate: bytes moved (at least the input and output) as GB/s and as a fraction of the copy
+// bandwidth on as many threads, or FLOPs as GFLOP/s and as a fraction of the peak SGEMM times the
+// threads.
 void run_case(benchmark::State& state, const std::function<Graph()>& make, Shape in_shape,
-              bool fused) {
+              double bytes, double flops) {
+  const bool fused = state.range(0) != 0;
+  const int threads = fused ? static_cast<int>(state.range(1)) : 1;
   SessionOptions o;
   o.interpret_only = !fused;
   o.min_region_ops = 1;
+  o.threads = threads;
   Session s(make(), o);
   const std::vector<Tensor> in{random(std::move(in_shape), 1)};
   for (int i = 0; i < o.warmup_runs; ++i) s.run(in);  // warm-up (and compile) outside the timing
@@ -61,31 +96,62 @@ void run_case(benchmark::State& state, const std::function<Graph()>& make, Shape
   const Report r = s.report();
   int compiled = 0;
   for (const RegionReport& reg : r.regions) compiled += reg.compiled;
-  state.counters["compiled_regions"] = compiled;
+  state.counters["regions"] = compiled;
+  using C = benchmark::Counter;
+  if (bytes > 0) {
+    state.counters["GB/s"] = C(bytes * 1e-9, C::kIsIterationInvariantRate);
+    state.counters["of_copy"] =
+        C(bytes / bench::copy_bandwidth(threads), C::kIsIterationInvariantRate);
+  }
+  if (flops > 0) {
+    state.counters["GFLOP/s"] = C(flops * 1e-9, C::kIsIterationInvariantRate);
+    state.counters["of_sgemm"] =
+        C(flops / (bench::sgemm_peak() * threads), C::kIsIterationInvariantRate);
+  }
 }
 
-void BM_Fusion_Chain4(benchmark::State& st) {
-  run_case(st, chain4, {int64_t{1} << 24}, st.range(0));
+void fused_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"fused", "threads"})->Args({0, 1})->Args({1, 1})->Args({1, 2});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
+
+void BM_Fusion_Chain(benchmark::State& st, int k) {
+  run_case(
+      st, [k] { return chain(k); }, {k16M}, 2.0 * 4 * k16M, 0);
+}
+BENCHMARK_CAPTURE(BM_Fusion_Chain, k2, 2)->Apply(fused_args);
+BENCHMARK_CAPTURE(BM_Fusion_Chain, k4, 4)->Apply(fused_args);
+BENCHMARK_CAPTURE(BM_Fusion_Chain, k8, 8)->Apply(fused_args);
+
 void BM_Fusion_Softmax(benchmark::State& st) {
-  run_case(st, softmax_rows, {4096, 1024}, st.range(0));
+  run_case(st, softmax_rows, {4096, 1024}, 2.0 * 4 * 4096 * 1024, 0);
 }
-void BM_Fusion_GemmBiasGelu(benchmark::State& st) {
-  run_case(st, gemm_bias_gelu, {64, 1024}, st.range(0));
+void BM_Fusion_LayerNorm(benchmark::State& st) {
+  run_case(st, layer_norm_rows, {4096, 1024}, 2.0 * 4 * 4096 * 1024, 0);
 }
-BENCHMARK(BM_Fusion_Chain4)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Fusion_Softmax)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Fusion_GemmBiasGelu)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fusion_Softmax)->Apply(fused_args);
+BENCHMARK(BM_Fusion_LayerNorm)->Apply(fused_args);
+
+void BM_Fusion_GemmBiasGelu(benchmark::State& st, int64_t M, int64_t K, int64_t N) {
+  run_case(
+      st, [=] { return gemm_bias_gelu(M, K, N); }, {M, K}, 0, 2.0 * M * K * N);
+}
+BENCHMARK_CAPTURE(BM_Fusion_GemmBiasGelu, 64x1024x1024, 64, 1024, 1024)->Apply(fused_args);
+BENCHMARK_CAPTURE(BM_Fusion_GemmBiasGelu, 1024x1024x1024, 1024, 1024, 1024)->Apply(fused_args);
 
 }  // namespace
 
 // Each synthetic model of ../shared/testdata on its data set 0, fused vs interpreted.
 namespace {
+void model_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"fused", "threads"})->Args({0, 1})->Args({1, 1})->Args({1, 2})->UseRealTime();
+}
 void BM_Fusion_Model(benchmark::State& state, const std::string& name) {
   const std::string dir = SGRAPH_TESTDATA_DIR "/synthetic/" + name;
   try {
     SessionOptions o;
     o.interpret_only = state.range(0) == 0;
+    o.threads = o.interpret_only ? 1 : static_cast<int>(state.range(1));
     Session s(load_onnx(dir + "/model.onnx"), o);
     std::vector<Tensor> in;
     for (int i = 0;; ++i) {
@@ -101,20 +167,14 @@ void BM_Fusion_Model(benchmark::State& state, const std::string& name) {
     for (auto _ : state) benchmark::DoNotOptimize(s.run(in));
     int compiled = 0;
     for (const RegionReport& r : s.report().regions) compiled += r.compiled;
-    state.counters["compiled_regions"] = compiled;
+    state.counters["regions"] = compiled;
   } catch (const Error& e) {
     state.SkipWithError(e.what());
   }
 }
 }  // namespace
-BENCHMARK_CAPTURE(BM_Fusion_Model, mlp3, "mlp3")->ArgName("fused")->Arg(0)->Arg(1);
-BENCHMARK_CAPTURE(BM_Fusion_Model, small_cnn, "small_cnn")->ArgName("fused")->Arg(0)->Arg(1);
-BENCHMARK_CAPTURE(BM_Fusion_Model, cnn_bn_gap, "cnn_bn_gap")->ArgName("fused")->Arg(0)->Arg(1);
-BENCHMARK_CAPTURE(BM_Fusion_Model, tiny_encoder_block, "tiny_encoder_block")
-    ->ArgName("fused")
-    ->Arg(0)
-    ->Arg(1);
-BENCHMARK_CAPTURE(BM_Fusion_Model, tiny_causal_block, "tiny_causal_block")
-    ->ArgName("fused")
-    ->Arg(0)
-    ->Arg(1);
+BENCHMARK_CAPTURE(BM_Fusion_Model, mlp3, "mlp3")->Apply(model_args);
+BENCHMARK_CAPTURE(BM_Fusion_Model, small_cnn, "small_cnn")->Apply(model_args);
+BENCHMARK_CAPTURE(BM_Fusion_Model, cnn_bn_gap, "cnn_bn_gap")->Apply(model_args);
+BENCHMARK_CAPTURE(BM_Fusion_Model, tiny_encoder_block, "tiny_encoder_block")->Apply(model_args);
+BENCHMARK_CAPTURE(BM_Fusion_Model, tiny_causal_block, "tiny_causal_block")->Apply(model_args);

@@ -1,9 +1,15 @@
 // `sgraph run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
-//              [--warmup N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]`:
+//              [--warmup N] [--threads N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE]
+//              [--dot FILE] [--bench-json FILE]`:
 // runs a model on inputs read from .pb files or made up at random, prints the outputs and how
 // long runs took. --shapes gives per-run shapes that cycle (run k uses the k-th entry of each
 // input, modulo its count), so warm-up runs can see shapes change; --report prints what the
 // warm-up decided (stable and changed ops, regions), --json and --dot write it to files.
+// --bench-json writes steady-state serving figures (runs after the warm-up, planning and the
+// first served run), peak resident memory and where the last run's interpreted time went, for
+// bench/compare.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -85,18 +91,72 @@ void write_file(const std::string& path, const std::string& text) {
   SG_CHECK(out.good()) << path << ": write failed";
 }
 
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// --bench-json: `steady` are the run times (ms) after the warm-up and the first served run; the
+// rest comes from the session after its last run.
+std::string bench_json(std::vector<double> steady, const Session& session, double first_ms) {
+  const double last_ms = steady.back();
+  std::sort(steady.begin(), steady.end());
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
+  const Report rep = session.report();
+  size_t ops_compiled = 0, regions_compiled = 0;
+  double compile_ms = 0;
+  for (const RegionReport& r : rep.regions) {
+    compile_ms += r.compile_ms;
+    if (!r.compiled) continue;
+    ++regions_compiled;
+    ops_compiled += r.nodes.size();
+  }
+  std::map<std::string, double> interpreted_ms;  // op -> time in the last run, outside kernels
+  double last_interpreted_ms = 0;
+  for (const OpTime& t : session.last_op_times()) {
+    interpreted_ms[std::string(op_name(t.op))] += t.ns * 1e-6;
+    last_interpreted_ms += t.ns * 1e-6;
+  }
+  std::string j = "{\"threads\": " + std::to_string(session.options().threads);
+  j += ", \"timed_runs\": " + std::to_string(steady.size());
+  j += ", \"first_ms\": " + fmt("%.4f", first_ms);
+  j += ", \"median_ms\": " + fmt("%.4f", steady[steady.size() / 2]);
+  j += ", \"min_ms\": " + fmt("%.4f", steady.front());
+  j += ", \"max_rss_kb\": " + std::to_string(usage.ru_maxrss);
+  j += ", \"ops\": " + std::to_string(rep.ops.size());
+  j += ", \"ops_compiled\": " + std::to_string(ops_compiled);
+  j += ", \"regions\": " + std::to_string(rep.regions.size());
+  j += ", \"regions_compiled\": " + std::to_string(regions_compiled);
+  j += ", \"compile_ms\": " + fmt("%.3f", compile_ms);
+  j += ", \"last_run_ms\": " + fmt("%.4f", last_ms);
+  j += ", \"last_run_interpreted_ms\": " + fmt("%.4f", last_interpreted_ms);
+  j += ", \"last_run_interpreted_ms_by_op\": {";
+  bool first = true;
+  for (const auto& [op, ms] : interpreted_ms) {
+    j += (first ? "\"" : ", \"") + op + "\": " + fmt("%.4f", ms);
+    first = false;
+  }
+  return j + "}}\n";
+}
+
 }  // namespace
 
 int cmd_run(const Args& args) {
   if (args.positional.size() != 1) throw UsageError("run: expected one MODEL");
   SessionOptions options;
   options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
+  options.threads = static_cast<int>(args.integer("--threads", options.threads, 1));
   const bool report = !args.all("--report").empty();
   const std::vector<std::string> json = args.all("--json"), dot = args.all("--dot");
+  const std::vector<std::string> bench = args.all("--bench-json");
   const bool wants_plan = report || !json.empty() || !dot.empty() || !args.all("--warmup").empty();
-  // With a report asked for, run at least until the warm-up is done.
-  const int64_t iters =
-      std::max(args.integer("--iters", 1, 1), wants_plan ? int64_t{options.warmup_runs} : 1);
+  // With a report asked for, run at least until the warm-up is done; with --bench-json, two more
+  // runs (the first served run is not timed).
+  const int64_t min_iters =
+      !bench.empty() ? options.warmup_runs + 2 : (wants_plan ? options.warmup_runs : 1);
+  const int64_t iters = std::max(args.integer("--iters", 1, 1), min_iters);
   std::map<std::string, std::string> given;  // input name -> FILE.pb or SHAPE
   for (const std::string& spec : args.all("--input")) {
     const size_t eq = spec.find('=');
@@ -137,18 +197,22 @@ int cmd_run(const Args& args) {
                 inputs[i].defined() ? to_string(inputs[i], 4).c_str() : "", from[i].c_str());
   std::fflush(stdout);  // before any error the run reports on stderr
 
-  std::vector<double> ms;
+  std::vector<double> ms, steady;  // all runs; served runs after the first served one
   std::vector<Tensor> outputs;
+  bool served_before = false;
   for (int64_t k = 0; k < iters; ++k) {
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       const ValueInfo& v = g.value(g.inputs[i]);
       if (auto it = schedule.find(v.name); it != schedule.end())
         inputs[i] = random_tensor(v.dtype, it->second[k % it->second.size()], rng);
     }
+    const bool served = session.planned();
     const auto start = std::chrono::steady_clock::now();
     outputs = session.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
+    if (served && served_before) steady.push_back(ms.back());
+    served_before = served_before || served;
   }
   std::printf("outputs:\n");
   for (size_t j = 0; j < outputs.size(); ++j)
@@ -168,6 +232,10 @@ int cmd_run(const Args& args) {
   if (report) std::printf("\n%s", rep.to_text().c_str());
   for (const std::string& path : json) write_file(path, rep.to_json());
   for (const std::string& path : dot) write_file(path, rep.to_dot());
+  if (!bench.empty()) {
+    SG_ASSERT(!steady.empty());
+    for (const std::string& path : bench) write_file(path, bench_json(steady, session, ms[0]));
+  }
   return 0;
 }
 

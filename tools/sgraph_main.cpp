@@ -1,8 +1,8 @@
 // The `sgraph` command-line program: dispatch and usage. Each command is in cmd_<name>.cpp.
 //   sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--no-jit]
 //                                               run ONNX backend-test folders against references
-//   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N]
-//              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]
+//   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N] [--threads N]
+//              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE] [--bench-json FILE]
 //   sgraph info MODEL                           inputs, outputs, constants, op histogram
 //   sgraph demo [MODEL_DIR] [--warmup N]        warm-up, stable/changed ops, regions, serving
 //   sgraph version                              versions of sgraph and LLVM, and the host CPU
@@ -30,12 +30,16 @@ commands:
       one session: the first N (default 3) warm up, later ones run through the compiled regions
       (falling back when their shapes differ). Exits 1 if any fails.
   run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
-            [--warmup N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE]
+            [--warmup N] [--threads N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE]
+            [--dot FILE] [--bench-json FILE]
       Run an ONNX model on inputs from .pb files or random ones of a SHAPE such as 2x3x224x224
       (inputs not given need a fully static declared shape); print outputs and run times.
-      --warmup N: profiled warm-up runs before planning (default 3); --shapes: per-run input
+      --warmup N: profiled warm-up runs before planning (default 3); --threads N: at most N
+      threads per compiled kernel (default: the machine's cores); --shapes: per-run input
       shapes, cycling, so warm-up sees shapes change; --report: print stable/changed ops and
-      regions; --json/--dot FILE: write that report as JSON / Graphviz DOT.
+      regions; --json/--dot FILE: write that report as JSON / Graphviz DOT; --bench-json FILE:
+      write steady-state timing (median/min of the runs after warm-up and the first served run),
+      peak resident memory and the last run's interpreted time per op, as JSON.
   info MODEL
       Graph name, opset, producer, inputs and outputs, node and constant counts, op histogram.
   demo [MODEL_DIR] [--warmup N]
@@ -70,7 +74,7 @@ const Command kCommands[] = {
     {"check", cmd_check, {"--rtol", "--atol", "--warmup"}, {"--no-jit"}},
     {"run",
      cmd_run,
-     {"--input", "--iters", "--warmup", "--shapes", "--json", "--dot"},
+     {"--input", "--iters", "--warmup", "--threads", "--shapes", "--json", "--dot", "--bench-json"},
      {"--report"}},
     {"info", cmd_info, {}},
     {"demo", cmd_demo, {"--warmup"}},

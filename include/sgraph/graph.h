@@ -137,6 +137,9 @@ class Graph {
 class GraphBuilder {
  public:
   explicit GraphBuilder(std::string name = "graph");
+  // Continues building `g`: new values and nodes are added after its own (autodiff appends the
+  // backward pass this way).
+  explicit GraphBuilder(Graph g);
   ValueId input(std::string name, DType dtype, DimList shape);
   ValueId constant(std::string name, Tensor value);
   template <class T>
@@ -160,6 +163,9 @@ class GraphBuilder {
   SG_FOR_EACH_OP(SG_OP_METHOD)
 #undef SG_OP_METHOD
 
+  // Generated node names ("mul_3") start with `prefix` from now on ("fc1/grad/mul_3").
+  void name_prefix(std::string prefix) { prefix_ = std::move(prefix); }
+
   Graph build();  // verifies; the builder is left empty
   Graph& graph() { return graph_; }
 
@@ -179,6 +185,7 @@ class GraphBuilder {
   void claim(const std::string& name);  // throws if a value already has the name
   std::map<std::string, int> name_counts_;
   std::unordered_set<std::string> names_;  // every value name in graph_
+  std::string prefix_;
 };
 
 }  // namespace sgraph

@@ -1,8 +1,9 @@
 // sgraph/report.h — what profiling and planning decided, and why.
 //
 // Per op: stable or changed (at which warm-up run, and what changed), the region it joined or the
-// reason it did not, and its profile. Per region: its ops, boundary values and the profiled time
-// of its ops. As a text table, JSON, or Graphviz DOT (regions as clusters, changed ops marked).
+// reason it did not, and its profile. Per region: its ops, boundary values, the profiled time
+// of its ops and the threads its kernel got. As a text table, JSON, or Graphviz DOT (regions as
+// clusters, changed ops marked).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,8 @@ struct RegionReport {
   bool cache_hit = false;                    // its kernel was compiled for an identical region
   double compile_ms = 0;
   int64_t kernel_calls = 0, guard_misses = 0;  // while serving
+  int threads = 1;                             // threads its kernel's loop nests run on
+  std::string threads_why;                     // e.g. "profiled 1.8 ms -> 2 threads"
 };
 
 struct Report {
@@ -47,6 +50,10 @@ struct Report {
   int replans = 0;   // re-plans after repeated guard misses
   size_t steps = 0;  // steps of the executable graph (ops outside regions + regions)
   int64_t kernel_calls = 0, guard_misses = 0;  // all regions, including re-planned-away ones
+  // The memory plan: values given a buffer in the arena (allocated once, reused every call), the
+  // arena's size (the plan's peak) and the buffers' sum (what the arena would be without sharing).
+  size_t arena_buffers = 0;
+  int64_t arena_bytes = 0, arena_unshared_bytes = 0;
   std::vector<OpReport> ops;
   std::vector<RegionReport> regions;
 

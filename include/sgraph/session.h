@@ -23,6 +23,7 @@ struct SessionOptions {
   bool interpret_only = false;  // no profiling, no planning: every run interprets
   int max_guard_misses = 4;     // misses of one region before its changed ops are re-planned
   bool jit = true;              // compile regions (else they are planned but interpreted)
+  int threads = 0;              // max threads per region kernel; 0 = hardware concurrency
 };
 
 struct OpTime {

@@ -9,17 +9,20 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include <deque>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
 
+#include "jit/runtime_symbols.h"
 #include "runtime/debug.h"
 #include "sgraph/error.h"
 
@@ -54,7 +57,20 @@ struct Jit::Impl {
   std::unordered_map<uint64_t, llvm::orc::ResourceTrackerSP> trackers;
   uint64_t next_handle = 1;
   bool keep_ir = false;
-  std::string last_ir;
+  std::string last_ir, last_asm;
+
+  // The module's machine code as assembly text, generated from a copy (the JIT generates its own
+  // when the module is added); for debugging only.
+  std::string assembly(const llvm::Module& m) {
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+    llvm::SmallString<0> text;
+    llvm::raw_svector_ostream os(text);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      return "(this target cannot print assembly)";
+    pm.run(*copy);
+    return std::string(text.str());
+  }
 
   // Registers libmvec's variants for the ISAs the host has, for `name`f (f32) and `name` (f64)
   // and their llvm.* intrinsic spellings.
@@ -130,6 +146,12 @@ std::unique_ptr<Jit> Jit::create() {
     SG_LOG(1) << "JIT: libmvec not available, math calls stay scalar: "
               << llvm::toString(mvec.takeError());
   }
+  llvm::orc::SymbolMap helpers;
+  for (const auto& [name, address] : runtime_symbols())
+    helpers[impl->lljit->mangleAndIntern(name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  check(main.define(llvm::orc::absoluteSymbols(std::move(helpers))), "defining runtime helpers");
   main.addGenerator(take(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix),
                          "searching the process for symbols"));
   return std::unique_ptr<Jit>(new Jit(std::move(impl)));
@@ -156,7 +178,10 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
     j.last_ir.clear();
     llvm::raw_string_ostream ir(j.last_ir);
     m.print(ir, nullptr);
-    SG_LOG(3) << "kernel " << name << ", optimised IR:\n" << j.last_ir;
+    j.last_asm = j.assembly(m);
+    SG_LOG(3) << "kernel " << name << ", optimised IR:\n"
+              << j.last_ir << "kernel " << name << ", assembly:\n"
+              << j.last_asm;
   }
   llvm::orc::ResourceTrackerSP rt = j.lljit->getMainJITDylib().createResourceTracker();
   llvm::Error added = j.lljit->addIRModule(rt, std::move(tsm));
@@ -194,6 +219,10 @@ void Jit::keep_ir(bool on) {
 std::string Jit::last_ir() const {
   std::lock_guard lock(impl_->mu);
   return impl_->last_ir;
+}
+std::string Jit::last_asm() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->last_asm;
 }
 
 }  // namespace sgraph::jit

@@ -13,8 +13,8 @@
 // glibc's libmvec vector math registered, so loops calling expf/logf/tanhf/erff/powf/... become
 // 16-wide (AVX-512) or 8-wide (AVX2) calls, compiles it with its own ResourceTracker, and looks
 // the kernel up once. add and remove may be called from several threads (one compiles at a time).
-// Failures throw sgraph::Error; SGRAPH_DEBUG=3 logs each kernel's optimised IR. No LLVM header is
-// included here.
+// Failures throw sgraph::Error; SGRAPH_DEBUG=3 logs each kernel's optimised IR and assembly. No
+// LLVM header is included here.
 #pragma once
 
 #include <cstdint>
@@ -57,9 +57,11 @@ class Jit {
   // a CPU with neither AVX2 nor AVX-512).
   bool has_vector_math() const;
 
-  // The optimised IR of the last kernel added, kept only after keep_ir(true) (tests, tools).
+  // The optimised IR and the assembly of the last kernel added, kept only after keep_ir(true)
+  // (tests, tools) or with SGRAPH_DEBUG=3 (which also logs both).
   void keep_ir(bool on);
   std::string last_ir() const;
+  std::string last_asm() const;
 
  private:
   struct Impl;

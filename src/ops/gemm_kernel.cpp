@@ -1,39 +1,17 @@
-// GEMM for the contraction ops: Eigen for floats (the only translation unit that instantiates
-// Eigen's product kernels), a plain loop for integers.
+// GEMM for the contraction ops: picks the float GEMM variant the CPU runs best (the variants are
+// gemm_eigen.inc compiled per instruction set) and runs integers through a plain loop.
 #include "ops/gemm_kernel.h"
 
-#include <Eigen/Core>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <type_traits>
+
+#include "runtime/debug.h"
+#include "sgraph/error.h"
 
 namespace sgraph::ops {
 namespace {
-
-template <class T>
-using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-template <class T>
-void eigen_gemm(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b, bool trans_b,
-                T* c, T alpha, T beta) {
-  Eigen::Map<RowMajor<T>> C(c, M, N);
-  const Eigen::Map<const RowMajor<T>> A(a, trans_a ? K : M, trans_a ? M : K);
-  const Eigen::Map<const RowMajor<T>> B(b, trans_b ? N : K, trans_b ? K : N);
-  auto product = [&](const auto& x, const auto& y) {
-    if (beta == T(0)) {
-      C.noalias() = alpha * x * y;
-    } else {
-      if (beta != T(1)) C *= beta;
-      C.noalias() += alpha * x * y;
-    }
-  };
-  if (trans_a && trans_b)
-    product(A.transpose(), B.transpose());
-  else if (trans_a)
-    product(A.transpose(), B);
-  else if (trans_b)
-    product(A, B.transpose());
-  else
-    product(A, B);
-}
 
 // Unsigned arithmetic: integer overflow wraps instead of being undefined.
 template <class T>
@@ -53,21 +31,93 @@ void loop_gemm(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const 
   }
 }
 
+const GemmKernels& kernels_of(GemmIsa isa) {
+  static const GemmKernels* const kKernels[] = {&gemm_base::kernels, &gemm_avx2::kernels,
+                                                &gemm_avx512::kernels};
+  static_assert(std::size(kKernels) == std::size(kGemmIsas));
+  return *kKernels[int(isa)];
+}
+
+GemmIsa best_supported() {
+  for (GemmIsa isa : {GemmIsa::avx512, GemmIsa::avx2})
+    if (gemm_isa_supported(isa)) return isa;
+  return GemmIsa::base;
+}
+
+template <class T>
+void float_gemm(const GemmKernels& k, int64_t M, int64_t N, int64_t K, const T* a, bool trans_a,
+                const T* b, bool trans_b, T* c, T alpha, T beta) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M * N; ++i) c[i] = beta == T(0) ? T(0) : beta * c[i];
+  } else if constexpr (std::is_same_v<T, float>) {
+    k.f32(M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
+  } else {
+    k.f64(M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
+  }
+}
+
 }  // namespace
+
+const char* gemm_isa_name(GemmIsa isa) {
+  static constexpr const char* kNames[] = {"base", "avx2", "avx512"};
+  static_assert(std::size(kNames) == std::size(kGemmIsas));
+  return kNames[int(isa)];
+}
+
+// Each variant needs every feature its translation unit was compiled with (CMakeLists.txt).
+bool gemm_isa_supported(GemmIsa isa) {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  switch (isa) {
+    case GemmIsa::base:
+      return true;
+    case GemmIsa::avx2:
+      return avx2;
+    case GemmIsa::avx512:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  }
+  return false;
+}
+
+GemmIsa gemm_isa() {
+  static const GemmIsa isa = [] {
+    const GemmIsa picked = pick_gemm_isa(std::getenv("SGRAPH_GEMM_ISA"));
+    SG_LOG(1) << "GEMM: Eigen kernels for " << gemm_isa_name(picked);
+    return picked;
+  }();
+  return isa;
+}
+
+GemmIsa pick_gemm_isa(const char* request) {
+  const GemmIsa best = best_supported();
+  if (request == nullptr || *request == '\0') return best;
+  for (GemmIsa isa : kGemmIsas) {
+    if (std::strcmp(request, gemm_isa_name(isa)) != 0) continue;
+    if (gemm_isa_supported(isa)) return isa;
+    SG_LOG(1) << "SGRAPH_GEMM_ISA=" << request << " ignored: this CPU cannot run it";
+    return best;
+  }
+  SG_LOG(1) << "SGRAPH_GEMM_ISA=" << request << " ignored: not one of base, avx2, avx512";
+  return best;
+}
 
 template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b, bool trans_b, T* c,
           T alpha, T beta) {
-  if (M == 0 || N == 0) return;
   if constexpr (std::is_floating_point_v<T>) {
-    if (K == 0) {
-      for (int64_t i = 0; i < M * N; ++i) c[i] = beta == T(0) ? T(0) : beta * c[i];
-      return;
-    }
-    eigen_gemm(M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
-  } else {
+    float_gemm(kernels_of(gemm_isa()), M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
+  } else if (M != 0 && N != 0) {
     loop_gemm(M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
   }
+}
+
+template <class T>
+void gemm_with(GemmIsa isa, int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b,
+               bool trans_b, T* c, T alpha, T beta) {
+  SG_ASSERT(gemm_isa_supported(isa)) << "this CPU cannot run the " << gemm_isa_name(isa) << " GEMM";
+  float_gemm(kernels_of(isa), M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*,
@@ -78,5 +128,9 @@ template void gemm<int32_t>(int64_t, int64_t, int64_t, const int32_t*, bool, con
                             int32_t*, int32_t, int32_t);
 template void gemm<int64_t>(int64_t, int64_t, int64_t, const int64_t*, bool, const int64_t*, bool,
                             int64_t*, int64_t, int64_t);
+template void gemm_with<float>(GemmIsa, int64_t, int64_t, int64_t, const float*, bool, const float*,
+                               bool, float*, float, float);
+template void gemm_with<double>(GemmIsa, int64_t, int64_t, int64_t, const double*, bool,
+                                const double*, bool, double*, double, double);
 
 }  // namespace sgraph::ops

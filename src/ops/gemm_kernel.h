@@ -4,8 +4,11 @@
 //
 // All matrices are dense and row-major: A is M x K (K x M when trans_a), B is K x N (N x K when
 // trans_b), C is M x N. Computes C = alpha * op(A) * op(B) + beta * C; with beta == 0, C is only
-// written, never read (it may be uninitialised). Float types run Eigen's blocked kernels
-// (instantiated once, in gemm_kernel.cpp); integer types a plain loop that wraps on overflow.
+// written, never read (it may be uninitialised). Integer types run a plain loop that wraps on
+// overflow. Float types run Eigen's blocked kernels, compiled once per instruction set
+// (gemm_eigen.inc: baseline x86-64, AVX2+FMA, AVX-512) so that the library stays portable; the
+// best variant the CPU runs is picked once, at the first call. SGRAPH_GEMM_ISA=base|avx2|avx512
+// forces one (ignored, with a log line at SGRAPH_DEBUG=1, when the CPU cannot run it).
 #pragma once
 
 #include <cstdint>
@@ -24,5 +27,44 @@ extern template void gemm<int32_t>(int64_t, int64_t, int64_t, const int32_t*, bo
                                    bool, int32_t*, int32_t, int32_t);
 extern template void gemm<int64_t>(int64_t, int64_t, int64_t, const int64_t*, bool, const int64_t*,
                                    bool, int64_t*, int64_t, int64_t);
+
+// The instruction sets the float GEMM is compiled for, weakest first.
+enum class GemmIsa { base, avx2, avx512 };
+inline constexpr GemmIsa kGemmIsas[] = {GemmIsa::base, GemmIsa::avx2, GemmIsa::avx512};
+
+const char* gemm_isa_name(GemmIsa isa);  // "base", "avx2", "avx512"
+bool gemm_isa_supported(GemmIsa isa);    // whether this CPU runs that variant
+// The variant gemm<float> and gemm<double> run (picked once).
+GemmIsa gemm_isa();
+// What gemm_isa() picks when SGRAPH_GEMM_ISA is `request` (nullptr: unset): that variant if the
+// CPU runs it, else the best one it runs.
+GemmIsa pick_gemm_isa(const char* request);
+
+// gemm<T> (float or double) on a given variant, which the CPU must run: for tests and benchmarks.
+template <class T>
+void gemm_with(GemmIsa isa, int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b,
+               bool trans_b, T* c, T alpha = T(1), T beta = T(0));
+
+extern template void gemm_with<float>(GemmIsa, int64_t, int64_t, int64_t, const float*, bool,
+                                      const float*, bool, float*, float, float);
+extern template void gemm_with<double>(GemmIsa, int64_t, int64_t, int64_t, const double*, bool,
+                                       const double*, bool, double*, double, double);
+
+// One variant's kernels (gemm_eigen.inc), each with gemm<T>'s contract for M, N, K > 0.
+struct GemmKernels {
+  void (*f32)(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*, float,
+              float);
+  void (*f64)(int64_t, int64_t, int64_t, const double*, bool, const double*, bool, double*, double,
+              double);
+};
+namespace gemm_base {
+extern const GemmKernels kernels;
+}
+namespace gemm_avx2 {
+extern const GemmKernels kernels;
+}
+namespace gemm_avx512 {
+extern const GemmKernels kernels;
+}
 
 }  // namespace sgraph::ops

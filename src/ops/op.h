@@ -6,6 +6,8 @@
 //   run    — the reference kernel: fills outputs already allocated with the inferred shapes
 //   element — (elementwise ops, optional) the JIT element emitter: one output element from the
 //             operands' elements at the matching (broadcast) index; see src/jit/element.h
+//   grad   — (differentiable ops, optional) the gradient rule: the inputs' gradients as ops
+//             appended to the graph; see src/ops/grad.h
 // An op whose output is a view of input 0 (Reshape, Squeeze, ...) sets `view` and no `run`.
 // Errors thrown here carry no node name: the caller (builder, verifier, interpreter) adds it.
 #pragma once
@@ -24,9 +26,13 @@ class Value;
 namespace sgraph::ops {
 
 struct ElementCtx;  // src/jit/element.h
+struct GradCtx;     // src/ops/grad.h
 // A JIT element emitter: returns the op's output element from its operands' elements (nullptr
 // where an operand is absent), or nullptr when it does not handle the operands' dtypes.
 using ElementFn = llvm::Value* (*)(ElementCtx&, std::span<llvm::Value* const> operands);
+// A gradient rule: appends the ops computing the gradients of the node's inputs from those of its
+// outputs (see src/ops/grad.h).
+using GradFn = void (*)(GradCtx&);
 
 struct TypeCtx {
   const Node& node;
@@ -79,6 +85,7 @@ struct OpDef {
   // shapes() is used at graph-build time only.
   bool makes_outputs = false;
   ElementFn element = nullptr;  // the JIT element emitter, for elementwise ops
+  GradFn grad = nullptr;        // the gradient rule, for differentiable ops
 };
 
 const OpDef& op_def(OpKind op);
@@ -86,6 +93,12 @@ const OpDef& op_def(OpKind op);
 // `def` with its JIT element emitter: const OpDef kAdd = with_element(emit_add, {"Add", ...});
 constexpr OpDef with_element(ElementFn element, OpDef def) {
   def.element = element;
+  return def;
+}
+
+// `def` with its gradient rule: const OpDef kTanh = with_grad(grad_tanh, with_element(...));
+constexpr OpDef with_grad(GradFn grad, OpDef def) {
+  def.grad = grad;
   return def;
 }
 

@@ -171,6 +171,25 @@ Value* emit_clip(ElementCtx& c, Operands x) {
   return r;
 }
 
+// As the reference's static_cast: to bool is x != 0 (NaN too), from bool is 0 or 1, float to
+// integer truncates toward zero (out-of-range values are undefined in both), integers widen by
+// their own signedness and narrow by dropping high bits.
+Value* emit_cast(ElementCtx& c, Operands x) {
+  const DType from = c.in[0], to = c.out;
+  llvm::Type* t = c.type(to);
+  if (!t || !c.type(from)) return nullptr;
+  if (from == to) return x[0];
+  if (to == DType::boolean)
+    return c.is_float() ? c.b.CreateFCmpUNE(x[0], c.constant(0, from))
+                        : c.b.CreateICmpNE(x[0], c.constant(0, from));
+  if (c.is_float()) {
+    if (is_float(to)) return c.b.CreateFPCast(x[0], t);
+    return to == DType::u8 ? c.b.CreateFPToUI(x[0], t) : c.b.CreateFPToSI(x[0], t);
+  }
+  if (is_float(to)) return c.is_unsigned() ? c.b.CreateUIToFP(x[0], t) : c.b.CreateSIToFP(x[0], t);
+  return c.b.CreateIntCast(x[0], t, /*isSigned=*/!c.is_unsigned());
+}
+
 #define SG_FLOAT_UNARY(Name, expr, emit)                                              \
   extern const OpDef k##Name;                                                         \
   const OpDef k##Name =                                                               \
@@ -370,27 +389,24 @@ const OpDef kClip = with_element(
 
 // Cast(x) {to = ONNX data type code}. Float to integer truncates toward zero; to bool is x != 0.
 extern const OpDef kCast;
-const OpDef kCast{"Cast",
-                  1,
-                  1,
-                  1,
-                  1,
-                  [](TypeCtx& c) { c.out[0] = dtype_from_onnx_code(c.attrs().get_int("to")); },
-                  shapes_same_as_input0,
-                  [](KernelCtx& c) {
-                    const int64_t n = c.in[0].numel();
-                    visit_dtype(c.in[0].dtype(), [&]<class S>() {
-                      visit_dtype(c.out[0].dtype(), [&]<class D>() {
-                        const S* x = c.in[0].data<S>();
-                        D* y = c.out[0].data<D>();
-                        for (int64_t i = 0; i < n; ++i) {
-                          if constexpr (std::is_same_v<D, bool>)
-                            y[i] = x[i] != S(0);
-                          else
-                            y[i] = static_cast<D>(x[i]);
-                        }
-                      });
+const OpDef kCast = with_element(
+    emit_cast, {"Cast", 1, 1, 1, 1,
+                [](TypeCtx& c) { c.out[0] = dtype_from_onnx_code(c.attrs().get_int("to")); },
+                shapes_same_as_input0,
+                [](KernelCtx& c) {
+                  const int64_t n = c.in[0].numel();
+                  visit_dtype(c.in[0].dtype(), [&]<class S>() {
+                    visit_dtype(c.out[0].dtype(), [&]<class D>() {
+                      const S* x = c.in[0].data<S>();
+                      D* y = c.out[0].data<D>();
+                      for (int64_t i = 0; i < n; ++i) {
+                        if constexpr (std::is_same_v<D, bool>)
+                          y[i] = x[i] != S(0);
+                        else
+                          y[i] = static_cast<D>(x[i]);
+                      }
                     });
-                  }};
+                  });
+                }});
 
 }  // namespace sgraph::ops

@@ -8,6 +8,10 @@ namespace sgraph {
 
 GraphBuilder::GraphBuilder(std::string name) { graph_.name = std::move(name); }
 
+GraphBuilder::GraphBuilder(Graph g) : graph_(std::move(g)) {
+  for (const ValueInfo& v : graph_.values) names_.insert(v.name);
+}
+
 void GraphBuilder::claim(const std::string& name) {
   SG_CHECK(names_.insert(name).second) << "a value named '" << name << "' exists already";
 }
@@ -21,7 +25,11 @@ ValueId GraphBuilder::input(std::string name, DType dtype, DimList shape) {
 }
 
 ValueId GraphBuilder::constant(std::string name, Tensor value) {
-  if (name.empty()) name = "const_" + std::to_string(name_counts_["const"]++);
+  bool generated = false;
+  while (name.empty() || (generated && names_.count(name))) {
+    name = prefix_ + "const_" + std::to_string(name_counts_[prefix_ + "const"]++);
+    generated = true;
+  }
   claim(name);
   return graph_.add_constant(std::move(name), std::move(value));
 }
@@ -51,7 +59,11 @@ std::vector<ValueId> GraphBuilder::node(OpKind op, std::vector<ValueId> inputs, 
                                         int num_outputs, std::string name) {
   std::string base(op_name(op));
   for (char& c : base) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (name.empty()) name = base + "_" + std::to_string(name_counts_[base]++);
+  if (name.empty()) {
+    do  // a generated name skips the names taken (a continued graph has its own)
+      name = prefix_ + base + "_" + std::to_string(name_counts_[prefix_ + base]++);
+    while (names_.count(name));
+  }
   Node n{op, name, std::move(inputs), {}, std::move(attrs)};
   for (int i = 0; i < num_outputs; ++i) {
     std::string vname = num_outputs == 1 ? name : name + ":" + std::to_string(i);

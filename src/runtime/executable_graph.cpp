@@ -1,10 +1,18 @@
 #include "runtime/executable_graph.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <new>
+#include <numeric>
 #include <queue>
+
+#include "ops/op.h"
+#include "runtime/memory_plan.h"
 
 namespace sgraph {
 
-ExecutableGraph::ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions)
+ExecutableGraph::ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions,
+                                 const WarmupShapes& warmup)
     : g_(g), regions_(std::move(regions)) {
   // Contract each region to one step, then order the steps topologically (Kahn's algorithm,
   // smallest original node index first, so a graph without regions keeps its node order).
@@ -37,14 +45,17 @@ ExecutableGraph::ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions
   std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
   for (size_t s = 0; s < all.size(); ++s)
     if (indegree[s] == 0) ready.emplace(first_node[s], static_cast<int32_t>(s));
+  std::vector<int32_t> position(all.size(), -1);  // per step of `all`: its place in steps_
   while (!ready.empty()) {
     const int32_t s = ready.top().second;
     ready.pop();
+    position[s] = static_cast<int32_t>(steps_.size());
     steps_.push_back(all[s]);
     for (int32_t t : succ[s])
       if (--indegree[t] == 0) ready.emplace(first_node[t], t);
   }
   SG_ASSERT(steps_.size() == all.size()) << "the regions leave a cycle in the step graph";
+  for (int32_t& s : step_of) s = position[s];  // now per node: the step running it
 
   // Release each value after the last step that reads it (graph outputs and constants stay).
   std::vector<int32_t> last_use(g.values.size(), -1);
@@ -65,14 +76,93 @@ ExecutableGraph::ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions
   for (size_t v = 0; v < g.values.size(); ++v)
     if (!keep[v] && !g.values[v].initializer.defined() && last_use[v] >= 0)
       release_after_[last_use[v]].push_back(static_cast<ValueId>(v));
-  // A region that falls back leaves its internal values behind: release them right after it.
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    if (steps_[s].region < 0) continue;
-    const Region& r = regions_[steps_[s].region].region;
-    for (int32_t node : r.nodes)
-      for (ValueId v : g.nodes[node].outputs)
-        if (!keep[v] && last_use[v] < 0) release_after_[s].push_back(v);
+  // Values no later step reads (a region's internal values when it falls back, unused outputs):
+  // released right after the step that makes them.
+  for (size_t i = 0; i < n; ++i)
+    for (ValueId v : g.nodes[i].outputs)
+      if (!keep[v] && last_use[v] < 0) release_after_[step_of[i]].push_back(v);
+  plan_arena(warmup, step_of, last_use);
+}
+
+void ExecutableGraph::plan_arena(const WarmupShapes& warmup,
+                                 const std::vector<int32_t>& step_of_node,
+                                 const std::vector<int32_t>& last_use) {
+  const Graph& g = g_;
+  // Values that may share a buffer: a view and its input, and the outputs and inputs of an op
+  // making its own outputs (an If branch may return an outer value as is). Each group is one
+  // lifetime; a group holding a graph input or output or a constant stays out of the arena.
+  std::vector<ValueId> group(g.values.size());
+  std::iota(group.begin(), group.end(), ValueId{0});
+  auto find = [&](ValueId v) {
+    while (group[v] != v) v = group[v] = group[group[v]];
+    return v;
+  };
+  for (const Node& node : g.nodes) {
+    const ops::OpDef& def = ops::op_def(node.op);
+    if (def.view) group[find(node.outputs[0])] = find(node.inputs[0]);
+    if (!def.makes_outputs) continue;
+    for (ValueId out : node.outputs)
+      for (ValueId in : node.inputs)
+        if (in != kNoValue) group[find(out)] = find(in);
   }
+  std::vector<bool> pinned(g.values.size(), false);
+  for (ValueId v : g.inputs) pinned[find(v)] = true;
+  for (ValueId v : g.outputs) pinned[find(v)] = true;
+  std::vector<int32_t> first(g.values.size(), INT32_MAX), last(g.values.size(), -1);  // steps
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const ValueId root = find(static_cast<ValueId>(v));
+    if (g.values[v].initializer.defined() || g.values[v].producer < 0) {
+      pinned[root] = true;
+      continue;
+    }
+    const int32_t made = step_of_node[g.values[v].producer];
+    first[root] = std::min(first[root], made);
+    last[root] = std::max({last[root], made, last_use[v]});
+  }
+
+  // The planned values: region outputs at their compiled shapes, outputs of stable interpreted
+  // ops (neither views nor making their own outputs) at their warm-up shapes.
+  std::vector<ValueId> values;
+  std::vector<Shape> shapes;
+  auto consider = [&](ValueId v, const Shape& shape) {
+    const int64_t bytes = numel(shape) * static_cast<int64_t>(dtype_size(g.values[v].dtype));
+    if (pinned[find(v)] || bytes == 0) return;
+    values.push_back(v);
+    shapes.push_back(shape);
+  };
+  const bool have_warmup =
+      warmup.values.size() == g.values.size() && warmup.stable.size() == g.nodes.size();
+  for (const Step& st : steps_) {
+    if (st.region >= 0) {
+      const RegionPlan& r = regions_[st.region];
+      if (r.output_shapes.size() != r.region.outputs.size()) continue;
+      for (size_t k = 0; k < r.region.outputs.size(); ++k)
+        consider(r.region.outputs[k], r.output_shapes[k]);
+      continue;
+    }
+    const ops::OpDef& def = ops::op_def(g.nodes[st.node].op);
+    if (!have_warmup || !warmup.stable[st.node] || def.view || def.makes_outputs) continue;
+    for (ValueId v : g.nodes[st.node].outputs) consider(v, warmup.values[v]);
+  }
+  if (values.empty()) return;
+
+  std::vector<BufferUse> uses;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const ValueId root = find(values[i]);
+    uses.push_back(
+        BufferUse{numel(shapes[i]) * static_cast<int64_t>(dtype_size(g.values[values[i]].dtype)),
+                  first[root], last[root]});
+  }
+  const MemoryPlan plan = plan_memory(uses);
+  const auto align = std::align_val_t(kArenaAlign);
+  arena_ = std::shared_ptr<void>(::operator new(static_cast<size_t>(plan.arena_bytes), align),
+                                 [align](void* p) { ::operator delete(p, align); });
+  premade_.assign(g.values.size(), Tensor{});
+  for (size_t i = 0; i < values.size(); ++i)
+    premade_[values[i]] =
+        Tensor::wrap(g.values[values[i]].dtype, std::move(shapes[i]),
+                     static_cast<std::byte*>(arena_.get()) + plan.offsets[i], arena_);
+  arena_stats_ = ArenaStats{values.size(), plan.arena_bytes, plan.unshared_bytes};
 }
 
 bool ExecutableGraph::guard_holds(const RegionPlan& r, const std::vector<Tensor>& env) const {
@@ -87,12 +177,17 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
   for (ValueId v : r.region.inputs) buffers.push_back(env[v].raw_data());
   r.last_outputs.resize(r.region.outputs.size());
   for (size_t k = 0; k < r.region.outputs.size(); ++k) {
-    Tensor& t = r.last_outputs[k];
-    if (!t.sole_owner()) t = Tensor(r.output_dtypes[k], r.output_shapes[k]);
-    buffers.push_back(t.raw_data());
+    const ValueId v = r.region.outputs[k];
+    if (!premade_.empty() && premade_[v].defined()) {  // its arena buffer
+      env[v] = premade_[v];
+    } else {
+      Tensor& t = r.last_outputs[k];
+      if (!t.sole_owner()) t = Tensor(r.output_dtypes[k], r.output_shapes[k]);
+      env[v] = t;
+    }
+    buffers.push_back(env[v].raw_data());
   }
-  r.fn(buffers.data(), nullptr, nullptr);
-  for (size_t k = 0; k < r.region.outputs.size(); ++k) env[r.region.outputs[k]] = r.last_outputs[k];
+  r.fn(buffers.data(), nullptr, r.ctx.get());
   ++r.kernel_calls;
 }
 
@@ -102,7 +197,7 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
     if (st.node >= 0) {
-      runner_.run(g_, st.node, env, observers);
+      runner_.run(g_, st.node, env, observers, premade_);
     } else {
       RegionPlan& r = regions_[st.region];
       if (r.fn != nullptr && guard_holds(r, env)) {
@@ -112,7 +207,7 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
           ++r.guard_misses;
           ++r.misses_since_plan;
         }
-        for (int32_t node : r.region.nodes) runner_.run(g_, node, env, observers);
+        for (int32_t node : r.region.nodes) runner_.run(g_, node, env, observers, premade_);
       }
     }
     for (ValueId v : release_after_[s]) env[v] = Tensor{};

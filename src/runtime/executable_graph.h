@@ -3,19 +3,29 @@
 // the region's inputs have the shapes it was compiled for (the shape guard); otherwise, or when it
 // has no kernel, it runs the region's ops in the interpreter, which is always correct, and counts
 // a guard miss. Intermediates are released after their last use, as in the interpreter.
+//
+// Memory: values whose shapes the plan knows (region outputs, outputs of stable interpreted ops)
+// get buffers in one arena, allocated once; values live at the same time never share memory (see
+// memory_plan.h). A view shares its input's buffer, so a chain of views is one buffer living as
+// long as its longest-lived member. Graph outputs (the caller keeps them), anything a view chain
+// ties to a graph input or output, and constants stay out of the arena. A planned value whose
+// shape differs at run time (a guard miss) gets a fresh buffer instead.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/parallel.h"
 #include "runtime/region_builder.h"
 
 namespace sgraph {
 
 // A region kernel: buffers are the region's input data pointers, then its output data pointers
-// (Region::inputs, Region::outputs order); dims and ctx are reserved (nullptr).
+// (Region::inputs, Region::outputs order); dims is reserved (nullptr); ctx is the plan's
+// KernelContext, which the kernel passes on to sgraph_parallel_for (runtime/parallel.h).
 using RegionFn = void (*)(void* const* buffers, const int64_t* dims, void* ctx);
 
 struct RegionPlan {
@@ -28,18 +38,37 @@ struct RegionPlan {
   int compiles = 0;        // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
+  // Threads for the kernel's loop nests, from the region's profiled time, and why; ctx (made by
+  // the planner, one per plan; copies of a plan share it) is what the kernel gets as its ctx.
+  int threads = 1;
+  std::string threads_why;
+  std::shared_ptr<KernelContext> ctx;
   // Counters while serving.
   int64_t kernel_calls = 0, guard_misses = 0;
   int64_t misses_since_plan = 0;
-  // The previous call's outputs: reused as the next call's output buffers when nothing else holds
-  // them (writing into fresh large allocations costs page faults that can exceed the kernel).
+  // Outputs outside the arena (graph outputs, values a view ties to one): the previous call's
+  // buffers, reused for the next call when nothing else holds them (writing into fresh large
+  // allocations costs page faults that can exceed the kernel).
   std::vector<Tensor> last_outputs;
+};
+
+// What the warm-up saw, for the memory plan: outputs of stable interpreted ops are planned at
+// these shapes. Empty: only region outputs are planned.
+struct WarmupShapes {
+  std::vector<Shape> values;  // per value id: its shape in the warm-up
+  std::vector<bool> stable;   // per node: its shapes never changed
+};
+
+struct ArenaStats {
+  size_t buffers = 0;          // planned values
+  int64_t arena_bytes = 0;     // the arena: the plan's peak
+  int64_t unshared_bytes = 0;  // the planned buffers' sum: the arena without sharing
 };
 
 class ExecutableGraph {
  public:
   // `g` must outlive this; regions must be a valid partition of g (see build_regions).
-  ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions);
+  ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions, const WarmupShapes& warmup = {});
 
   // Inputs in graph-input order. Observers see every interpreted op (including ops of regions
   // that fell back), not the ops inside a kernel call.
@@ -49,12 +78,16 @@ class ExecutableGraph {
   size_t num_steps() const { return steps_.size(); }
   std::vector<RegionPlan>& regions() { return regions_; }
   const std::vector<RegionPlan>& regions() const { return regions_; }
+  const ArenaStats& arena_stats() const { return arena_stats_; }
+  const void* arena_data() const { return arena_.get(); }
 
  private:
   struct Step {
     int32_t node = -1;    // an interpreted op, or
     int32_t region = -1;  // a region
   };
+  void plan_arena(const WarmupShapes& warmup, const std::vector<int32_t>& step_of_node,
+                  const std::vector<int32_t>& last_use);
   bool guard_holds(const RegionPlan& r, const std::vector<Tensor>& env) const;
   void call_kernel(RegionPlan& r, std::vector<Tensor>& env) const;
 
@@ -62,6 +95,9 @@ class ExecutableGraph {
   std::vector<RegionPlan> regions_;
   std::vector<Step> steps_;
   std::vector<std::vector<ValueId>> release_after_;  // per step
+  std::shared_ptr<void> arena_;
+  std::vector<Tensor> premade_;  // per value id: its arena buffer, or undefined (empty: none)
+  ArenaStats arena_stats_;
   NodeRunner runner_;
 };
 

@@ -55,7 +55,7 @@ Interpreter::Interpreter(const Graph& g) : g_(g), release_after_(g.nodes.size())
 }
 
 void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
-                     std::span<OpObserver* const> observers) {
+                     std::span<OpObserver* const> observers, std::span<const Tensor> premade) {
   using Clock = std::chrono::steady_clock;
   const Node& n = g.nodes[index];
   const ops::OpDef& def = ops::op_def(n.op);
@@ -89,8 +89,13 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
       if (def.view) {
         out_[0] = in_[0].reshape(out_shapes_[0]);
       } else {
-        for (size_t k = 0; k < out_.size(); ++k)
-          out_[k] = Tensor(g.values[n.outputs[k]].dtype, std::move(out_shapes_[k]));
+        for (size_t k = 0; k < out_.size(); ++k) {
+          const ValueId v = n.outputs[k];
+          if (!premade.empty() && premade[v].defined() && premade[v].shape() == out_shapes_[k])
+            out_[k] = premade[v];
+          else
+            out_[k] = Tensor(g.values[v].dtype, std::move(out_shapes_[k]));
+        }
         ops::KernelCtx kc{n, in_, out_};
         def.run(kc);
       }

@@ -35,10 +35,13 @@ std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs);
 
 // Runs one node on `env` (values by id): reads its inputs, writes its outputs, tells the
 // observers. Keeps scratch space between calls; errors name the node and op.
+// `premade` (by value id, or empty) holds buffers planned ahead for outputs: an output whose
+// premade tensor has the inferred shape is written there instead of into a fresh allocation
+// (view ops and ops that make their own outputs ignore it).
 class NodeRunner {
  public:
   void run(const Graph& g, int32_t index, std::vector<Tensor>& env,
-           std::span<OpObserver* const> observers = {});
+           std::span<OpObserver* const> observers = {}, std::span<const Tensor> premade = {});
 
  private:
   std::vector<Tensor> in_, out_;

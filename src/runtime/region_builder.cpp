@@ -217,10 +217,12 @@ class Clusters {
   std::vector<int32_t> stack_, forward_, backward_;
 };
 
-NoRegionReason ineligibility(const Node& node, bool stable) {
+NoRegionReason ineligibility(const Graph& g, int32_t i, bool stable, const RegionOptions& o) {
+  const Node& node = g.nodes[i];
   if (!stable) return NoRegionReason::changed;
   if (node.op == OpKind::If) return NoRegionReason::in_subgraph;
-  if (!ops::is_compilable(node.op)) return NoRegionReason::not_compilable;
+  if (!(o.compilable ? o.compilable(g, i) : ops::is_compilable(node.op)))
+    return NoRegionReason::not_compilable;
   return NoRegionReason::none;
 }
 
@@ -255,7 +257,7 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
   p.reason.resize(n);
   std::vector<bool> eligible(n);
   for (int32_t i = 0; i < n; ++i) {
-    p.reason[i] = ineligibility(g.nodes[i], stable[i]);
+    p.reason[i] = ineligibility(g, i, stable[i], options);
     eligible[i] = p.reason[i] == NoRegionReason::none;
   }
   const Adjacency succ = data_edges(g);

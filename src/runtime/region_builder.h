@@ -5,8 +5,8 @@
 //   for (const Region& r : p.regions) compile(r.nodes, r.inputs, r.outputs);
 //   std::cout << reason_str(p.reason[i]);               // why node i joined no region
 //
-// A node is *eligible* when it is stable and ops::is_compilable(op). A region is a set of
-// eligible nodes that
+// A node is *eligible* when it is stable and compilable (RegionOptions::compilable). A region is a
+// set of eligible nodes that
 //   - is connected through data edges between its members (producer -> consumer, either way),
 //   - leaves the graph acyclic when contracted to one node, together with every other region
 //     (no path leaves a region and comes back),
@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,10 @@ namespace sgraph {
 
 struct RegionOptions {
   int min_region_ops = 2;  // smaller clusters are left to the interpreter (values < 1 act as 1)
+  // Whether node i can be compiled; when empty, ops::is_compilable(op). The Session passes the
+  // JIT's per-node check (dtypes, constant parameters), so one node the JIT refuses never makes
+  // a whole region fall back to the interpreter.
+  std::function<bool(const Graph& g, int32_t node)> compilable = nullptr;
 };
 
 struct Region {

@@ -16,6 +16,18 @@ std::string us(int64_t ns) {
   std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(ns) / 1e3);
   return buf;
 }
+std::string bytes_str(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  double x = static_cast<double>(bytes);
+  int u = 0;
+  while (x >= 1024 && u < 3) {
+    x /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", x, units[u]);
+  return buf;
+}
 std::string join(const std::vector<std::string>& xs) {
   std::string s;
   for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i];
@@ -45,6 +57,9 @@ std::string Report::to_text() const {
   if (planned)
     os << "executable graph: " << steps << " steps for " << ops.size() << " ops"
        << (replans ? ", re-planned " + std::to_string(replans) + " times" : "") << "\n";
+  if (planned)
+    os << "memory plan: " << arena_buffers << " buffers in a " << bytes_str(arena_bytes)
+       << " arena, " << bytes_str(arena_unshared_bytes) << " without sharing\n";
   os << "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-28s %-18s %-8s %-7s %-22s %10s\n", "node", "op", "shapes",
@@ -75,6 +90,7 @@ std::string Report::to_text() const {
     else
       os << "interpreted (" << r.why_interpreted << ")";
     os << "; " << r.kernel_calls << " kernel calls, " << r.guard_misses << " guard misses"
+       << "\n  threads: " << r.threads << " (" << r.threads_why << ")"
        << "\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
        << "\n  outputs: " << join(r.outputs) << "\n";
   }
@@ -90,6 +106,9 @@ std::string Report::to_json() const {
   j["steps"] = steps;
   j["kernel_calls"] = kernel_calls;
   j["guard_misses"] = guard_misses;
+  j["memory"] = {{"arena_buffers", arena_buffers},
+                 {"arena_bytes", arena_bytes},
+                 {"arena_unshared_bytes", arena_unshared_bytes}};
   j["ops"] = nlohmann::ordered_json::array();
   for (const OpReport& o : ops) {
     nlohmann::ordered_json e;
@@ -121,7 +140,9 @@ std::string Report::to_json() const {
                             {"cache_hit", r.cache_hit},
                             {"compile_ms", r.compile_ms},
                             {"kernel_calls", r.kernel_calls},
-                            {"guard_misses", r.guard_misses}});
+                            {"guard_misses", r.guard_misses},
+                            {"threads", r.threads},
+                            {"threads_why", r.threads_why}});
   return j.dump(2) + "\n";
 }
 
@@ -143,7 +164,8 @@ std::string Report::to_dot() const {
   };
   for (const RegionReport& r : regions) {
     os << "  subgraph cluster_" << r.id << " {\n    label=\"region " << r.id << " ("
-       << us(r.profiled_ns) << " us)\";\n    style=rounded;\n";
+       << us(r.profiled_ns) << " us, " << r.threads << (r.threads == 1 ? " thread" : " threads")
+       << ")\";\n    style=rounded;\n";
     for (size_t i = 0; i < ops.size(); ++i)
       if (ops[i].region == r.id) node_line(i, "    ");
     os << "  }\n";

@@ -8,10 +8,12 @@
 #include <sstream>
 
 #include "jit/region_compiler.h"
+#include "ops/op.h"
 #include "runtime/debug.h"
 #include "runtime/executable_graph.h"
 #include "runtime/interpreter.h"
 #include "runtime/op_profiler.h"
+#include "runtime/parallel.h"
 #include "runtime/region_builder.h"
 #include "runtime/shape_tracker.h"
 
@@ -54,6 +56,9 @@ struct Session::Impl {
         << "warmup_runs must be at least 1, got " << options.warmup_runs;
     SG_CHECK(options.max_guard_misses >= 1)
         << "max_guard_misses must be at least 1, got " << options.max_guard_misses;
+    SG_CHECK(options.threads >= 0)
+        << "threads must be at least 0 (0: hardware concurrency), got " << options.threads;
+    max_threads = options.threads > 0 ? options.threads : hardware_threads();
     graph.infer_and_verify();
     interpreter = std::make_unique<Interpreter>(graph);
     tracker = std::make_unique<ShapeTracker>(graph);
@@ -100,7 +105,17 @@ struct Session::Impl {
   // 2. classify and 3. partition; 4. compile the regions not compiled before.
   void plan() {
     const std::vector<bool> stable = tracker->stable();
-    partition = build_regions(graph, stable, RegionOptions{options.min_region_ops});
+    RegionOptions ro;
+    ro.min_region_ops = options.min_region_ops;
+    not_compilable.assign(graph.nodes.size(), "");
+    ro.compilable = [this](const Graph& g, int32_t i) {  // the op, then this node's dtypes etc.
+      if (!ops::is_compilable(g.nodes[i].op)) return false;
+      Region one;
+      one.nodes = {i};
+      not_compilable[i] = jit::why_not_compilable(g, one);
+      return not_compilable[i].empty();
+    };
+    partition = build_regions(graph, stable, ro);
     record_value_shapes();
     std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
     exec.reset();
@@ -119,12 +134,16 @@ struct Session::Impl {
       dropped_calls += gone.kernel_calls;  // stay in the cache for the session's lifetime)
       dropped_misses += gone.guard_misses;
     }
-    exec = std::make_unique<ExecutableGraph>(graph, std::move(plans));
+    exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
+                                             WarmupShapes{value_shapes, stable});
     size_t n_stable = 0;
     for (bool s : stable) n_stable += s;
     SG_LOG(1) << "planned graph '" << graph.name << "': " << n_stable << " of " << stable.size()
               << " ops stable, " << partition.regions.size() << " regions, " << exec->num_steps()
               << " steps";
+    SG_LOG(1) << "memory plan: " << exec->arena_stats().buffers << " buffers in a "
+              << exec->arena_stats().arena_bytes << "-byte arena ("
+              << exec->arena_stats().unshared_bytes << " bytes without sharing)";
     for (size_t r = 0; r < partition.regions.size(); ++r)
       SG_LOG(2) << "region " << r << ": " << partition.regions[r].nodes.size() << " ops";
   }
@@ -151,7 +170,27 @@ struct Session::Impl {
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
     compile(p);
+    plan_threads(p);
     return p;
+  }
+
+  // Resources: a kernel's threads, from its ops' profiled time; every plan gets its own
+  // context (a cached kernel is shared, its context is not).
+  void plan_threads(RegionPlan& p) const {
+    if (p.fn == nullptr) {
+      p.threads_why = "interpreted";
+      return;
+    }
+    p.threads = region_threads(profiled_ns(p.region), max_threads, &p.threads_why);
+    p.ctx = std::make_shared<KernelContext>(p.threads);
+    SG_LOG(2) << "region of " << p.region.nodes.size() << " ops: " << p.threads_why;
+  }
+
+  // The sum of a region's ops' median interpreted time over the warm-up.
+  int64_t profiled_ns(const Region& r) const {
+    int64_t ns = 0;
+    for (int32_t n : r.nodes) ns += profiler->profile(n).median_ns;
+    return ns;
   }
 
   // 4. compile: one fused kernel per region; a region the JIT cannot compile stays interpreted,
@@ -227,6 +266,11 @@ struct Session::Impl {
     rep.steps = exec ? exec->num_steps() : graph.nodes.size();
     rep.kernel_calls = dropped_calls;
     rep.guard_misses = dropped_misses;
+    if (exec) {
+      rep.arena_buffers = exec->arena_stats().buffers;
+      rep.arena_bytes = exec->arena_stats().arena_bytes;
+      rep.arena_unshared_bytes = exec->arena_stats().unshared_bytes;
+    }
     auto names = [&](const std::vector<ValueId>& ids) {
       std::vector<std::string> out;
       for (ValueId v : ids)
@@ -247,6 +291,8 @@ struct Session::Impl {
       if (exec) {
         o.region = partition.region_of[i];
         o.reason = std::string(reason_str(partition.reason[i]));
+        if (partition.reason[i] == NoRegionReason::not_compilable && !not_compilable[i].empty())
+          o.reason += ": " + not_compilable[i];
       }
       const OpProfile& p = profiler->profile(n);
       o.median_ns = p.median_ns;
@@ -261,10 +307,10 @@ struct Session::Impl {
       const RegionPlan& plan = exec->regions()[r];
       RegionReport rr;
       rr.id = static_cast<int>(r);
-      for (int32_t n : plan.region.nodes) {
-        rr.nodes.push_back(graph.nodes[n].name);
-        rr.profiled_ns += profiler->profile(n).median_ns;
-      }
+      for (int32_t n : plan.region.nodes) rr.nodes.push_back(graph.nodes[n].name);
+      rr.profiled_ns = profiled_ns(plan.region);
+      rr.threads = plan.threads;
+      rr.threads_why = plan.threads_why;
       rr.inputs = names(plan.region.inputs);
       rr.outputs = names(plan.region.outputs);
       rr.compiled = plan.fn != nullptr;
@@ -283,12 +329,14 @@ struct Session::Impl {
 
   Graph graph;
   SessionOptions options;
+  int max_threads = 1;  // per region kernel: options.threads, or the hardware's
   std::unique_ptr<Interpreter> interpreter;
   std::unique_ptr<ShapeTracker> tracker;
   std::unique_ptr<OpProfiler> profiler;
   std::unique_ptr<ServingShapes> serving;
   Partition partition;
   std::vector<Shape> value_shapes;
+  std::vector<std::string> not_compilable;  // per node: the JIT's reason, when it refused it
   std::unique_ptr<jit::Jit> jit;            // declared before exec: outlives the kernels exec calls
   std::map<std::string, RegionFn> kernels;  // by fingerprint: the kernel cache
   int next_kernel = 0;

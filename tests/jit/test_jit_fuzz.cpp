@@ -162,12 +162,14 @@ class GraphGen {
   void add_node() {
     const int kind = uniform(0, 99);
     Val r;
-    if (kind < 40)
+    if (kind < 36)
       r = binary();
-    else if (kind < 75)
+    else if (kind < 68)
       r = unary();
-    else if (kind < 88)
+    else if (kind < 80)
       r = index_op();
+    else if (kind < 88)
+      r = movement();
     else if (kind < 96)
       r = reduction();
     else
@@ -332,6 +334,121 @@ class GraphGen {
                     x.exact);
       }
     }
+  }
+
+  // Slice, Concat, Pad, Gather (constant parameters, or a constant table read at indices cast
+  // from an exact value), or a Cast round trip: through i32 for exact values (truncation would
+  // magnify rounding differences), else through f64.
+  Val movement() {
+    const Val x = pick();
+    const Shape& s = x.shape;
+    const int rank = static_cast<int>(s.size());
+    const int kind = rank == 0 ? uniform(3, 4) : uniform(0, 4);
+    const int64_t a = rank == 0 ? 0 : uniform(0, rank - 1);
+    if (kind == 0) return slice(x, a);
+    if (kind == 1) return concat(x, a);
+    if (kind == 2) return pad(x);
+    if (kind == 4 && (x.exact || rank > 0)) return gather(x, a);
+    const DType via = x.exact ? DType::i32 : DType::f64;  // f64: exact both ways
+    const ValueId i = b_.cast(x.id, Attributes{{"to", onnx_dtype_code(via)}});
+    return made(b_.cast(i, Attributes{{"to", onnx_dtype_code(DType::f32)}}), s, x.bound, x.exact);
+  }
+
+  // x[start:end:step] on axis a; the length counted element by element.
+  Val slice(const Val& x, int64_t a) {
+    const int64_t n = x.shape[a];
+    int64_t start = uniform(-n - 2, n + 2), end = chance(0.2) ? INT64_MAX : uniform(-n - 2, n + 2);
+    int64_t step = one_of(std::vector<int64_t>{1, 1, 2, 3, -1, -2});
+    const auto first = [&] {
+      const int64_t f = start < 0 ? start + n : start;
+      return std::min(std::max<int64_t>(f, 0), step > 0 ? n : n - 1);
+    };
+    const auto stop = [&] {
+      const int64_t e = end == INT64_MAX ? n : (end < 0 ? end + n : end);
+      return std::min(std::max<int64_t>(e, step > 0 ? 0 : -1), step > 0 ? n : n - 1);
+    };
+    int64_t len = 0;
+    for (int64_t i = first(); step > 0 ? i < stop() : i > stop(); i += step) ++len;
+    if (len == 0) {  // keep values non-empty: the whole axis
+      start = 0, end = n, step = 1, len = n;
+    }
+    Shape t = x.shape;
+    t[a] = len;
+    const int64_t axis = chance(0.5) ? a : a - static_cast<int64_t>(t.size());
+    const ValueId v =
+        b_.slice(x.id, b_.ints({start}), b_.ints({end}), b_.ints({axis}), b_.ints({step}));
+    return made(v, t, x.bound, x.exact);
+  }
+
+  // x with up to two more values (or x again) that agree on every dim but a.
+  Val concat(const Val& x, int64_t a) {
+    std::vector<ValueId> ops = {x.id};
+    Shape t = x.shape;
+    double bound = x.bound;
+    bool exact = x.exact;
+    for (const Val& v : vals_) {
+      if (ops.size() == 3 || v.shape.size() != t.size() || !chance(0.5)) continue;
+      bool fits = true;
+      for (size_t d = 0; d < t.size(); ++d)
+        fits &= static_cast<int64_t>(d) == a || v.shape[d] == t[d];
+      if (!fits || numel(t) + numel(v.shape) > kMaxNumel) continue;
+      ops.push_back(v.id);
+      t[a] += v.shape[a];
+      bound = std::max(bound, v.bound);
+      exact = exact && v.exact;
+    }
+    return made(b_.node(OpKind::Concat, ops, {{"axis", a}}).front(), t, bound, exact);
+  }
+
+  // Pads of -1..2 per side (an axis keeps at least 2 elements), constant, edge or reflect.
+  Val pad(const Val& x) {
+    const std::string mode = one_of(std::vector<std::string>{"constant", "edge", "reflect"});
+    const size_t rank = x.shape.size();
+    Ints pads(2 * rank, 0);
+    Shape t = x.shape;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t n = x.shape[d];
+      int64_t b = uniform(-1, 2), e = uniform(-1, 2);
+      const int64_t kept = n - std::max<int64_t>(-b, 0) - std::max<int64_t>(-e, 0);
+      if (kept < 2 || (mode == "reflect" && std::max(b, e) >= kept)) b = e = 0;
+      if (numel(t) / n * (n + b + e) > kMaxNumel) b = e = 0;
+      pads[d] = b;
+      pads[d + rank] = e;
+      t[d] = n + b + e;
+    }
+    std::vector<ValueId> in = {x.id, b_.ints(pads)};
+    double bound = x.bound;
+    if (mode == "constant" && chance(0.5)) {
+      const float v = uniform_f(-1, 1);
+      in.push_back(b_.scalar(v));
+      bound = std::max<double>(bound, std::abs(v));
+    }
+    return made(b_.node(OpKind::Pad, in, {{"mode", mode}}).front(), t, bound, x.exact);
+  }
+
+  // x gathered on axis a by constant indices, or a constant table read at indices made from x.
+  Val gather(const Val& x, int64_t a) {
+    if (x.exact && (x.shape.empty() || chance(0.3))) {  // table[Cast(Clip(x, -m, m - 1))]
+      const int64_t m = kDims[uniform(1, 4)];
+      const int64_t k = numel(x.shape) * 3 > kMaxNumel ? 1 : kDims[uniform(0, 2)];
+      const Val c = clip(x, static_cast<float>(-m), static_cast<float>(m - 1));
+      const ValueId i = b_.cast(c.id, Attributes{{"to", onnx_dtype_code(DType::i64)}});
+      const ValueId table =
+          b_.constant("", test::random_f32({m, k}, static_cast<uint32_t>(rng_()), -1, 1));
+      Shape t = x.shape;
+      t.push_back(k);
+      return made(b_.gather(table, i), t, 1, true);
+    }
+    const int64_t n = x.shape[a];
+    Shape is(uniform(0, 2));
+    for (int64_t& d : is) d = kDims[uniform(0, 2)];
+    std::vector<int64_t> idx(numel(is));
+    for (int64_t& i : idx) i = uniform(static_cast<int>(-n), static_cast<int>(n - 1));
+    Shape t(x.shape.begin(), x.shape.begin() + a);
+    t.insert(t.end(), is.begin(), is.end());
+    t.insert(t.end(), x.shape.begin() + a + 1, x.shape.end());
+    const ValueId iv = b_.constant("", Tensor::from<int64_t>(is, idx));
+    return made(b_.gather(x.id, iv, Attributes{{"axis", a}}), t, x.bound, x.exact);
   }
 
   // An op the JIT cannot compile, so regions are split around it.

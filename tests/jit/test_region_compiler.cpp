@@ -7,118 +7,15 @@
 #include <limits>
 #include <thread>
 
-#include "jit/region_compiler.h"
+#include "jit/region_test_util.h"
 #include "ops/op.h"
-#include "runtime/interpreter.h"
-#include "test_util.h"
 
 using namespace sgraph;
 using namespace sgraph::jit;
 
 namespace {
 
-// Each value's shape as the interpreter runs (what the Session takes from its ShapeTracker).
-class ShapeRecorder : public OpObserver {
- public:
-  explicit ShapeRecorder(const Graph& g) : shapes(g.values.size()) {}
-  void on_op(const OpEvent& e) override {
-    for (size_t i = 0; i < e.inputs.size(); ++i)
-      if (e.inputs[i].defined()) shapes[e.node.inputs[i]] = e.inputs[i].shape();
-    for (size_t i = 0; i < e.outputs.size(); ++i) shapes[e.node.outputs[i]] = e.outputs[i].shape();
-  }
-  std::vector<Shape> shapes;
-};
-
-// The region of all of g's nodes.
-Region whole_graph(const Graph& g) {
-  Region r;
-  std::vector<bool> made(g.values.size(), false);
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    r.nodes.push_back(static_cast<int32_t>(n));
-    for (ValueId v : g.nodes[n].inputs)
-      if (v != kNoValue && !made[v]) r.inputs.push_back(v);
-    for (ValueId v : g.nodes[n].outputs) made[v] = true;
-  }
-  r.outputs = g.outputs;
-  for (auto* list : {&r.inputs, &r.outputs}) {
-    std::sort(list->begin(), list->end());
-    list->erase(std::unique(list->begin(), list->end()), list->end());
-  }
-  return r;
-}
-
-Jit& shared_jit() {
-  static std::unique_ptr<Jit> jit = Jit::create();
-  return *jit;
-}
-
-bool compiled(const CompiledRegion& c) { return c.kernel.fn != nullptr; }
-
-std::string fresh_name() {
-  static std::atomic<int> counter{0};
-  return "test_region_" + std::to_string(counter++);
-}
-
-struct RegionRun {
-  std::vector<Tensor> got, want;  // in graph-output order
-  CompiledRegion compiled;
-};
-
-// Runs g's nodes as one compiled region and through the interpreter.
-RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds, Jit& jit = shared_jit()) {
-  ShapeRecorder shapes(g);
-  OpObserver* observers[] = {&shapes};
-  RegionRun run;
-  run.want = Interpreter(g).run(feeds, observers);
-  const Region r = whole_graph(g);
-  run.compiled = compile_region(jit, g, r, shapes.shapes, fresh_name());
-  REQUIRE_MESSAGE(compiled(run.compiled), run.compiled.why_not);
-  std::vector<void*> buffers;
-  for (ValueId v : r.inputs) {
-    const Tensor* t = &g.value(v).initializer;
-    if (!t->defined()) {
-      const auto at = std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin();
-      t = &feeds.at(at);
-    }
-    buffers.push_back(const_cast<void*>(t->raw_data()));
-  }
-  std::vector<Tensor> outs;
-  for (ValueId v : r.outputs) {
-    outs.emplace_back(g.value(v).dtype, shapes.shapes[v]);
-    buffers.push_back(outs.back().raw_data());
-  }
-  run.compiled.kernel.fn(buffers.data(), nullptr, nullptr);
-  jit.remove(run.compiled.kernel.handle);
-  for (ValueId v : g.outputs)
-    run.got.push_back(outs[std::find(r.outputs.begin(), r.outputs.end(), v) - r.outputs.begin()]);
-  return run;
-}
-
-void check_region(const Graph& g, const std::vector<Tensor>& feeds, double rtol = 1e-5,
-                  double atol = 1e-6) {
-  const RegionRun run = run_region(g, feeds);
-  REQUIRE(run.got.size() == run.want.size());
-  for (size_t i = 0; i < run.got.size(); ++i)
-    test::check_tensors_close(run.got[i], run.want[i], rtol, atol);
-}
-
-Tensor random_of(DType t, const Shape& s, uint32_t seed, float lo, float hi) {
-  const Tensor f = test::random_f32(s, seed, lo, hi);
-  if (t == DType::f32) return f;
-  Tensor out(t, s);
-  visit_dtype(t, [&]<class T>() {
-    for (int64_t i = 0; i < f.numel(); ++i) {
-      const float v = f.data<float>()[i];
-      if constexpr (std::is_same_v<T, bool>)
-        out.data<T>()[i] = v > 0.5f * (lo + hi);
-      else if constexpr (std::is_integral_v<T>)
-        out.data<T>()[i] = static_cast<T>(std::lround(v));
-      else
-        out.data<T>()[i] = static_cast<T>(v);
-    }
-  });
-  return out;
-}
+using namespace sgraph::test::region;
 
 struct Unary {
   OpKind op;
@@ -426,6 +323,9 @@ TEST_CASE("JIT: elementwise f32 regions vectorise, libm calls through libmvec") 
   CHECK((test::contains(ir, "<16 x float>") || test::contains(ir, "<8 x float>")));
   CHECK(test::contains(ir, "_ZGV"));               // a libmvec vector variant of expf
   CHECK(!test::contains(ir, "call float @expf"));  // 4096 is a multiple of every width: no tail
+  const std::string assembly = jit->last_asm();    // vector registers in the machine code
+  CHECK((test::contains(assembly, "%zmm") || test::contains(assembly, "%ymm")));
+  CHECK(test::contains(assembly, "_ZGV"));
   MESSAGE("compiled in " << run.compiled.compile_ms << " ms");
 }
 
@@ -470,11 +370,11 @@ TEST_CASE("JIT: two threads compile into one JIT at once") {
 TEST_CASE("JIT: regions that cannot be compiled say why") {
   {
     GraphBuilder b;
-    const ValueId x = b.input("x", DType::f32, {2, 2});
+    const ValueId x = b.input("x", DType::i32, {2, 2});
     b.output(b.relu(b.matmul(x, x)));
     const Graph g = b.build();
     CHECK(!can_compile(g, whole_graph(g)));
-    CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "(MatMul): no element emitter"));
+    CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "(MatMul): contraction of i32"));
   }
   GraphBuilder b;
   const ValueId x = b.input("x", DType::i32, {3});

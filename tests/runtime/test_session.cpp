@@ -10,15 +10,18 @@ using namespace sgraph::test;
 
 namespace {
 
-// x[batch,4] -> MatMul(x, Mul(Transpose(w), 2)) -> Add(b) -> Relu -> y. The weight branch
-// (Transpose, Mul) only ever sees constant shapes.
+// x[batch,4] -> MatMul(x, Resize(Mul(Transpose(w), 2))) -> Add(b) -> Relu -> y. The weight
+// branch (Transpose, Mul) only ever sees constant shapes; the Resize (scale 1, so an identity)
+// is not compilable and keeps it apart from the batch-dependent region {fc, bias, y}.
 Graph mlp() {
   GraphBuilder b("mlp");
   ValueId x = b.input("x", DType::f32, {Dim("batch"), 4});
   ValueId w = b.constant("w", random_f32({3, 4}, 1));
   ValueId wt = b.node(OpKind::Transpose, {w}, {}, 1, "w_t")[0];
   ValueId w2 = b.node(OpKind::Mul, {wt, b.scalar(2.0f)}, {}, 1, "w_scaled")[0];
-  ValueId h = b.node(OpKind::MatMul, {x, w2}, {}, 1, "fc")[0];
+  ValueId ones = b.constant("ones", Tensor::from<float>({2}, {1, 1}));
+  ValueId wr = b.node(OpKind::Resize, {w2, kNoValue, ones}, {}, 1, "w_resized")[0];
+  ValueId h = b.node(OpKind::MatMul, {x, wr}, {}, 1, "fc")[0];
   ValueId y = b.node(OpKind::Add, {h, b.constant("b", random_f32({3}, 2))}, {}, 1, "bias")[0];
   b.output(b.node(OpKind::Relu, {y}, {}, 1, "act")[0], "y");
   return b.build();
@@ -67,15 +70,15 @@ TEST_CASE("Session: the same shapes every run leave every op stable; both region
   s.run({random_f32({3, 4}, 2)});
   const Report r = s.report();
   for (const OpReport& o : r.ops) CHECK(o.stable);
-  // MatMul has no element emitter yet, so it splits the graph: {w_t, w_scaled} and {bias, y}.
+  // The Resize splits the graph: {w_t, w_scaled} and {fc, bias, y}.
   REQUIRE(r.regions.size() == 2);
   CHECK(r.regions[0].nodes == std::vector<std::string>{"w_t", "w_scaled"});
-  CHECK(r.regions[1].nodes == std::vector<std::string>{"bias", "y"});
+  CHECK(r.regions[1].nodes == std::vector<std::string>{"fc", "bias", "y"});
   std::vector<std::string> inputs = r.regions[1].inputs;
   std::sort(inputs.begin(), inputs.end());
-  CHECK(inputs == std::vector<std::string>{"b", "fc"});
+  CHECK(inputs == std::vector<std::string>{"b", "w_resized", "x"});
   CHECK(r.regions[1].outputs == std::vector<std::string>{"y"});
-  CHECK(r.steps == 3);  // two kernels and the MatMul
+  CHECK(r.steps == 3);  // two kernels and the Resize
   for (const RegionReport& reg : r.regions) {
     CHECK_MESSAGE(reg.compiled, reg.why_interpreted);
     CHECK(reg.compiles == 1);
@@ -200,5 +203,32 @@ TEST_CASE("Session: identical regions share one kernel (the kernel cache)") {
   const std::vector<Tensor> got = s.run(in), want = ref.run(in);
   check_tensors_close(got[0], want[0]);
   check_tensors_close(got[1], want[1]);
+  CHECK(s.report().kernel_calls == 2);
+}
+
+TEST_CASE("Session: a node the JIT refuses stays out of regions, with the JIT's reason") {
+  // Add -> MatMul (i64: no GEMM) -> Mul -> Sub: the MatMul's op is compilable, this node is not,
+  // so it splits the chain instead of making one region fall back as a whole.
+  GraphBuilder b("ints");
+  const ValueId x = b.input("x", DType::i64, {3, 3});
+  const ValueId a = b.node(OpKind::Add, {x, x}, {}, 1, "add")[0];
+  const ValueId neg = b.node(OpKind::Neg, {a}, {}, 1, "neg")[0];
+  const ValueId m = b.node(OpKind::MatMul, {neg, x}, {}, 1, "mm")[0];
+  const ValueId y = b.node(OpKind::Mul, {m, x}, {}, 1, "mul")[0];
+  b.output(b.node(OpKind::Sub, {y, x}, {}, 1, "sub")[0], "out");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 1});
+  Tensor in(DType::i64, {3, 3});
+  for (int64_t i = 0; i < 9; ++i) in.data<int64_t>()[i] = i - 4;
+  s.run({in});
+  const Report r = s.report();
+  CHECK(op(r, "mm").region == -1);
+  CHECK(contains(op(r, "mm").reason, "not compilable"));
+  CHECK(contains(op(r, "mm").reason, "contraction of i64"));
+  REQUIRE(r.regions.size() == 2);
+  for (const RegionReport& reg : r.regions) CHECK_MESSAGE(reg.compiled, reg.why_interpreted);
+  Session ref(g, SessionOptions{.interpret_only = true});
+  const Tensor got = s.run({in})[0], want = ref.run({in})[0];
+  for (int64_t i = 0; i < 9; ++i) CHECK(got.data<int64_t>()[i] == want.data<int64_t>()[i]);
   CHECK(s.report().kernel_calls == 2);
 }

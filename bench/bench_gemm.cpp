@@ -1,0 +1,46 @@
+// Single-threaded SGEMM on each float GEMM variant this CPU runs (baseline SSE2, AVX2+FMA,
+// AVX-512), C = A * B with A M x K and B K x N, in GFLOP/s (2 M N K flops per call):
+//   build/release/bench/sgraph_bench --benchmark_filter=Gemm
+// The best variant's 1024^3 figure is the peak SGEMM sgraph gets from Eigen on this machine.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/gemm_kernel.h"
+
+namespace {
+
+using sgraph::ops::GemmIsa;
+
+void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(M * K), b(K * N), c(M * N);
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  for (auto _ : state) {
+    sgraph::ops::gemm_with<float>(isa, M, N, K, a.data(), false, b.data(), false, c.data());
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(M) * double(N) * double(K),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Registered at start-up: only the variants this CPU runs.
+[[maybe_unused]] const bool registered = [] {
+  const int64_t kShapes[][3] = {{64, 1024, 1024}, {1024, 1024, 1024}};
+  for (const auto& s : kShapes)
+    for (GemmIsa isa : sgraph::ops::kGemmIsas) {
+      if (!sgraph::ops::gemm_isa_supported(isa)) continue;
+      const std::string name = "BM_Gemm_F32/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
+                               "x" + std::to_string(s[2]) + "/" + sgraph::ops::gemm_isa_name(isa);
+      benchmark::RegisterBenchmark(name.c_str(), sgemm, isa, s[0], s[1], s[2])
+          ->Unit(benchmark::kMillisecond);
+    }
+  return true;
+}();
+
+}  // namespace

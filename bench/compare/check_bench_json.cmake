@@ -1,0 +1,36 @@
+# Checks `sgraph run MODEL --iters N --threads 1 --bench-json F` on the generated trivial model
+# (x -> Relu -> Exp): the JSON bench/compare reads parses, has the thread count, times N - 4 runs
+# (3 warm-up runs and the first served run are not timed), finds the model's 2 ops compiled in 1
+# region, and reports a peak RSS.
+#   cmake -DSGRAPH=<tool> -DMODEL=<dir> -DWORK_DIR=<dir> -P check_bench_json.cmake
+cmake_minimum_required(VERSION 3.25)
+set(json ${WORK_DIR}/bench.json)
+file(REMOVE ${json})
+file(MAKE_DIRECTORY ${WORK_DIR})
+execute_process(COMMAND ${SGRAPH} run ${MODEL} --iters 9 --threads 1 --bench-json ${json}
+  RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT code EQUAL 0)
+  message(FATAL_ERROR "sgraph run failed (${code}):\n${out}")
+endif()
+file(READ ${json} text)
+function(expect key op value)
+  string(JSON got GET "${text}" ${key})
+  if(NOT got ${op} ${value})
+    message(FATAL_ERROR "${key} is ${got}, expected ${op} ${value}\n${text}")
+  endif()
+endfunction()
+expect(threads EQUAL 1)
+expect(timed_runs EQUAL 5)
+expect(ops EQUAL 2)
+expect(ops_compiled EQUAL 2)
+expect(regions_compiled EQUAL 1)
+expect(max_rss_kb GREATER 1000)
+string(JSON median GET "${text}" median_ms)
+string(JSON min GET "${text}" min_ms)
+if(min GREATER median)
+  message(FATAL_ERROR "min_ms ${min} > median_ms ${median}")
+endif()
+string(JSON by_op GET "${text}" last_run_interpreted_ms_by_op)
+if(NOT by_op STREQUAL "{}")
+  message(FATAL_ERROR "the trivial model runs in one kernel, yet ops were interpreted: ${by_op}")
+endif()

@@ -1,0 +1,78 @@
+// Merging adjacent dims of an output's loop nest (KernelBuilder::coalesce).
+#include <algorithm>
+
+#include "jit/kernel_builder.h"
+#include "jit/region_compiler.h"
+
+namespace sgraph::jit {
+
+// Merges adjacent dims of output `v` that every value feeding it either spans fully or
+// broadcasts entirely, when only elementwise ops and Expand lie in between: x[N,C,H,W] + b[C,1,1]
+// loops over [N,C,H*W], so short rows still make long vector loops. Offsets are unchanged.
+void KernelBuilder::coalesce(ValueId v) {
+  coalesced_.clear();
+  const Shape s = shape(v);
+  std::vector<ValueId> cone, todo = {v};
+  std::vector<bool> seen(g_.values.size(), false);
+  while (!todo.empty()) {
+    const ValueId u = todo.back();
+    todo.pop_back();
+    if (u == kNoValue || seen[u]) continue;
+    seen[u] = true;
+    cone.push_back(u);
+    if (producer_[u] < 0 || local_.count(u)) continue;
+    const Node& n = g_.nodes[producer_[u]];
+    if (is_softmax(n.op) || n.op == OpKind::LayerNormalization) return;
+    if (contracts(n.op)) {  // the product is read like a region input; Gemm adds C
+      if (n.op == OpKind::Gemm && n.inputs.size() > 2) todo.push_back(n.inputs[2]);
+      continue;
+    }
+    const IndexMap map = index_map(n.op);
+    if (map != IndexMap::none && map != IndexMap::broadcast) return;
+    if (map == IndexMap::broadcast)
+      todo.push_back(n.inputs[0]);
+    else
+      todo.insert(todo.end(), n.inputs.begin(), n.inputs.end());
+  }
+  // full[k][d]: cone value k (right-aligned to s) spans dim d; one-element values impose nothing.
+  std::vector<std::vector<bool>> full;
+  for (ValueId u : cone) {
+    const Shape& su = shape(u);
+    if (numel(su) == 1) continue;
+    if (su.size() > s.size()) return;
+    std::vector<bool>& f = full.emplace_back(s.size(), false);
+    for (size_t j = 0, lead = s.size() - su.size(); j < su.size(); ++j) {
+      if (su[j] != 1 && su[j] != s[lead + j]) return;  // inconsistent: compute() will say so
+      f[lead + j] = su[j] != 1;
+    }
+  }
+  std::vector<std::vector<size_t>> groups;  // of adjacent dims, each a loop
+  for (size_t d = 0; d < s.size(); ++d) {
+    const auto fits = [&](const std::vector<size_t>& group) {
+      const auto rep =
+          std::find_if(group.begin(), group.end(), [&](size_t e) { return s[e] != 1; });
+      if (s[d] == 1 || rep == group.end()) return true;
+      return std::all_of(full.begin(), full.end(), [&](const auto& f) { return f[d] == f[*rep]; });
+    };
+    if (groups.empty() || !fits(groups.back()))
+      groups.push_back({d});
+    else
+      groups.back().push_back(d);
+  }
+  if (groups.size() == s.size()) return;
+  for (ValueId u : cone) {
+    const Shape& su = shape(u);
+    if (numel(su) == 1) continue;
+    const size_t lead = s.size() - su.size();
+    Shape merged;
+    for (const auto& group : groups) {
+      int64_t size = 1;
+      for (size_t d : group)
+        if (d >= lead) size *= su[d - lead];
+      merged.push_back(size);
+    }
+    coalesced_[u] = std::move(merged);
+  }
+}
+
+}  // namespace sgraph::jit

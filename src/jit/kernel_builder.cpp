@@ -1,0 +1,330 @@
+// KernelBuilder: the kernel's frame, its loop nests, element generation, loads and stores.
+#include "jit/kernel_builder.h"
+
+#include <algorithm>
+
+#include "jit/element.h"
+#include "jit/region_compiler.h"
+#include "ops/op.h"
+
+namespace sgraph::jit {
+
+using llvm::Value;
+
+std::string node_str(const Node& n) {
+  return "node '" + n.name + "' (" + std::string(op_name(n.op)) + ")";
+}
+
+std::vector<DType> operand_dtypes(const Graph& g, const Node& n) {
+  std::vector<DType> in;
+  for (ValueId v : n.inputs) in.push_back(v == kNoValue ? DType::undefined : g.values[v].dtype);
+  return in;
+}
+
+llvm::Type* memory_type(llvm::LLVMContext& ctx, DType t) {
+  return t == DType::boolean ? llvm::Type::getInt8Ty(ctx) : ops::element_type(ctx, t);
+}
+
+KernelBuilder::KernelBuilder(const Graph& g, const Region& r, const std::vector<Shape>& shapes,
+                             llvm::Module& m)
+    : g_(g), r_(r), shapes_(shapes), ctx_(m.getContext()), m_(m), b_(ctx_) {
+  producer_.assign(g.values.size(), -1);
+  for (int32_t n : r.nodes) producer_[g.nodes[n].outputs[0]] = n;
+  slot_of_.assign(g.values.size(), -1);
+}
+
+void KernelBuilder::build(const std::string& name) {
+  name_ = name;
+  llvm::Type* ptr = b_.getPtrTy();
+  auto* kty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false);
+  kernel_ = llvm::Function::Create(kty, llvm::Function::ExternalLinkage, name, m_);
+  kernel_->addFnAttr(llvm::Attribute::NoUnwind);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel_));
+  for (ValueId v : r_.inputs)
+    slot_of_[v] = add_slot(memory_type(ctx_, g_.values[v].dtype), true, false);
+  for (ValueId v : r_.outputs)
+    slot_of_[v] = add_slot(memory_type(ctx_, g_.values[v].dtype), false, true);
+  const size_t nargs = slots_.size();
+  // Kernel-local buffers, then the pointer table, then one nest per materialised value in the
+  // region's (topological) node order, then one per output.
+  std::vector<int32_t> mat_nodes;
+  for (int32_t i : r_.nodes)
+    if (materialises(g_.nodes[i].op)) mat_nodes.push_back(i);
+  for (int32_t i : mat_nodes) allocate(g_.nodes[i]);
+  Value* table = b_.CreateAlloca(ptr, i64(static_cast<int64_t>(slots_.size())), "table");
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Value* p = i < nargs
+                   ? b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, kernel_->getArg(0), i))
+                   : local_alloc_[i];
+    b_.CreateStore(p, b_.CreateConstInBoundsGEP1_64(ptr, table, i));
+    kernel_ptrs_.push_back(p);
+  }
+  table_ = table;
+  for (int32_t i : mat_nodes) materialise(g_.nodes[i]);
+  for (ValueId out : r_.outputs) {
+    SG_ASSERT(producer_[out] >= 0)
+        << "region output '" << g_.values[out].name << "' is not made by a node of the region";
+    emit_output_nest(out);
+  }
+  for (Value* p : heap_) b_.CreateCall(free_fn(), {p});
+  b_.CreateRetVoid();
+}
+
+int KernelBuilder::add_slot(llvm::Type* t, bool input, bool output) {
+  slots_.push_back({t, input, output});
+  local_alloc_.resize(slots_.size(), nullptr);
+  return static_cast<int>(slots_.size()) - 1;
+}
+
+Value* KernelBuilder::ptr(int slot) const {
+  SG_ASSERT(slot >= 0 && static_cast<size_t>(slot) < ptrs_.size())
+      << "no pointer for slot " << slot;
+  return ptrs_[slot];
+}
+
+const Shape& KernelBuilder::shape(ValueId v) const {
+  if (auto it = coalesced_.find(v); it != coalesced_.end()) return it->second;
+  SG_CHECK(static_cast<size_t>(v) < shapes_.size())
+      << "no shape given for value '" << g_.values[v].name << "'";
+  return shapes_[v];
+}
+
+void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body) {
+  if (numel(s) == 0) return;
+  size_t outer = 0;  // the outermost dim of size > 1: its loop runs over [begin, end)
+  while (outer < s.size() && s[outer] == 1) ++outer;
+  int64_t trip = outer < s.size() ? s[outer] : 1;
+  // A nest of one long loop is split into blocks (the outer loop over [begin, end) of blocks, an
+  // inner one of constant length), so threads get blocks and the vector loop has no tail.
+  int64_t block = 1;
+  if (outer < s.size() && std::count_if(s.begin(), s.end(), [](int64_t e) { return e > 1; }) == 1)
+    for (int64_t b = 1024; b <= trip / 2; b += 16)
+      if (trip % b == 0) {
+        block = b;
+        break;
+      }
+  trip /= block;
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::Type* i64t = b_.getInt64Ty();
+  const std::string nname = name_ + ".n" + std::to_string(nests_++);
+  auto* nty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64t, i64t}, false);
+  auto* nest = llvm::Function::Create(nty, llvm::Function::InternalLinkage, nname, m_);
+  nest->addFnAttr(llvm::Attribute::NoUnwind);
+  std::vector<llvm::Type*> params(slots_.size(), ptr);
+  params.push_back(i64t);
+  params.push_back(i64t);
+  auto* bfn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
+                                     llvm::Function::InternalLinkage, nname + ".body", m_);
+  bfn->addFnAttr(llvm::Attribute::AlwaysInline);
+  bfn->addFnAttr(llvm::Attribute::NoUnwind);
+  for (unsigned i = 0; i < slots_.size(); ++i) {
+    bfn->addParamAttr(i, llvm::Attribute::NoAlias);
+    bfn->addParamAttr(i, llvm::Attribute::NoCapture);
+    if (slots_[i].input) bfn->addParamAttr(i, llvm::Attribute::ReadOnly);
+    if (slots_[i].output) bfn->addParamAttr(i, llvm::Attribute::WriteOnly);
+  }
+
+  // In the kernel: run the nest, split over threads when allowed.
+  if (parallel && trip > 1) {
+    llvm::FunctionCallee pfor =
+        m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr, ptr, ptr, i64t);
+    b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, i64(trip)});
+  } else {
+    b_.CreateCall(nest, {table_, i64(0), i64(trip)});
+  }
+  const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
+
+  // The nest: load the pointers, call the body.
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", nest));
+  std::vector<Value*> args;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    args.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), i)));
+  args.push_back(nest->getArg(1));
+  args.push_back(nest->getArg(2));
+  b_.CreateCall(bfn, args);
+  b_.CreateRetVoid();
+
+  // The body: one loop per dim of size > 1 (innermost last); the outermost over [begin, end).
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", bfn));
+  ptrs_.assign(slots_.size(), nullptr);
+  for (size_t i = 0; i < slots_.size(); ++i) ptrs_[i] = bfn->getArg(static_cast<unsigned>(i));
+  Value* begin = bfn->getArg(static_cast<unsigned>(slots_.size()));
+  Value* end = bfn->getArg(static_cast<unsigned>(slots_.size() + 1));
+  struct Loop {
+    llvm::BasicBlock* header;
+    llvm::PHINode* iv;
+    Value* end;
+  };
+  std::vector<Loop> loops;
+  Index idx(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == 1) {
+      idx[d] = i64(0);
+      continue;
+    }
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "d" + std::to_string(d), bfn);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64t, 2, "i" + std::to_string(d));
+    iv->addIncoming(d == outer ? begin : i64(0), pre);
+    idx[d] = iv;
+    loops.push_back({header, iv, d == outer ? end : i64(s[d])});
+    if (d == outer && block > 1) {  // the block's loop
+      auto* inner = llvm::BasicBlock::Create(ctx_, "b" + std::to_string(d), bfn);
+      b_.CreateBr(inner);
+      b_.SetInsertPoint(inner);
+      llvm::PHINode* jv = b_.CreatePHI(i64t, 2, "j" + std::to_string(d));
+      jv->addIncoming(i64(0), header);
+      idx[d] = b_.CreateAdd(b_.CreateMul(iv, i64(block), "", true, true), jv, "", true, true);
+      loops.push_back({inner, jv, i64(block)});
+    }
+  }
+  cache_.clear();  // elements of another nest do not exist in this one
+  body(idx);
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+    Value* next = b_.CreateAdd(it->iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    it->iv->addIncoming(next, b_.GetInsertBlock());
+    auto* exit = llvm::BasicBlock::Create(ctx_, "", bfn);
+    b_.CreateCondBr(b_.CreateICmpSLT(next, it->end), it->header, exit);
+    b_.SetInsertPoint(exit);
+  }
+  b_.CreateRetVoid();
+  ptrs_.clear();
+  cache_.clear();
+  b_.restoreIP(in_kernel);
+}
+
+void KernelBuilder::emit_output_nest(ValueId v) {
+  coalesce(v);
+  const Shape s = shape(v);
+  loop_nest(s, /*parallel=*/true,
+            [&](const Index& idx) { store(v, offset_of(idx, s), element(v, idx)); });
+  coalesced_.clear();
+}
+
+Value* KernelBuilder::element(ValueId v, const Index& idx) {
+  auto key = std::make_pair(v, idx);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  Value* x = nullptr;
+  if (auto it = local_.find(v); it != local_.end())
+    x = load_reduced(g_.nodes[producer_[v]], it->second, offset_of(idx, shape(v)));
+  else if (producer_[v] < 0)
+    x = load(v, offset_of(idx, shape(v)));
+  else
+    x = compute(g_.nodes[producer_[v]], idx);
+  cache_.emplace(std::move(key), x);
+  return x;
+}
+
+Value* KernelBuilder::element_at_offset(ValueId v, Value* off) {
+  if (producer_[v] < 0) return load(v, off);
+  if (auto it = local_.find(v); it != local_.end())
+    return load_reduced(g_.nodes[producer_[v]], it->second, off);
+  const Shape& s = shape(v);
+  Index idx(s.size(), i64(0));
+  size_t first = 0;  // the outermost dim of size > 1 takes what is left of the offset
+  while (first < s.size() && s[first] == 1) ++first;
+  for (size_t d = s.size(); d-- > first;) {
+    if (s[d] == 1) continue;
+    if (d == first) {
+      idx[d] = off;
+      break;
+    }
+    idx[d] = b_.CreateURem(off, i64(s[d]));
+    off = b_.CreateUDiv(off, i64(s[d]));
+  }
+  return element(v, idx);
+}
+
+Value* KernelBuilder::compute(const Node& n, const Index& idx) {
+  if (is_softmax(n.op)) return softmax_element(n, idx);
+  if (contracts(n.op)) return contraction_element(n, idx);
+  if (n.op == OpKind::LayerNormalization) return layer_norm_element(n, idx);
+  if (const IndexMap map = index_map(n.op); map != IndexMap::none)
+    return compute_index_op(n, map, idx);
+  const Shape& out = shape(n.outputs[0]);
+  const std::vector<DType> in = operand_dtypes(g_, n);
+  std::vector<Value*> operands(n.inputs.size(), nullptr);
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i] != kNoValue)
+      operands[i] = element(n.inputs[i], broadcast_index(n, idx, out, shape(n.inputs[i])));
+  ops::ElementCtx c{b_, n, in, g_.values[n.outputs[0]].dtype};
+  Value* x = ops::op_def(n.op).element(c, operands);
+  SG_ASSERT(x) << node_str(n) << ": its element emitter declined after the probe accepted it";
+  return x;
+}
+
+Index KernelBuilder::broadcast_index(const Node& n, const Index& idx, const Shape& out,
+                                     const Shape& in) {
+  Index r(in.size(), i64(0));
+  if (numel(in) == 1) return r;
+  const bool fits = in.size() <= out.size();
+  const size_t lead = fits ? out.size() - in.size() : 0;
+  for (size_t j = 0; j < in.size(); ++j) {
+    if (in[j] == 1) continue;
+    SG_CHECK(fits && in[j] == out[lead + j]) << node_str(n) << ": operand shape " << shape_str(in)
+                                             << " does not broadcast to " << shape_str(out);
+    r[j] = idx[lead + j];
+  }
+  return r;
+}
+
+std::optional<Index> KernelBuilder::unit_dims_map(const Index& idx, const Shape& from,
+                                                  const Shape& to) {
+  std::vector<size_t> a, b;
+  for (size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1) a.push_back(d);
+  for (size_t d = 0; d < to.size(); ++d)
+    if (to[d] != 1) b.push_back(d);
+  if (a.size() != b.size()) return std::nullopt;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (from[a[k]] != to[b[k]]) return std::nullopt;
+  Index r(to.size(), i64(0));
+  for (size_t k = 0; k < a.size(); ++k) r[b[k]] = idx[a[k]];
+  return r;
+}
+
+Value* KernelBuilder::offset_of(const Index& idx, const Shape& s) {
+  Value* off = nullptr;
+  int64_t stride = 1;
+  for (size_t d = s.size(); d-- > 0; stride *= s[d]) {
+    if (s[d] == 1) continue;
+    Value* t = stride == 1 ? idx[d] : b_.CreateMul(idx[d], i64(stride), "", true, true);
+    off = off ? b_.CreateAdd(off, t, "", true, true) : t;
+  }
+  return off ? off : i64(0);
+}
+
+Value* KernelBuilder::address(ValueId v, Value* off) {
+  SG_ASSERT(slot_of_[v] >= 0) << "value '" << g_.values[v].name << "' has no buffer in the region";
+  return b_.CreateInBoundsGEP(memory_type(ctx_, g_.values[v].dtype), ptr(slot_of_[v]), off);
+}
+
+Value* KernelBuilder::load(ValueId v, Value* off) {
+  const ValueInfo& info = g_.values[v];
+  if (info.initializer.defined() && info.initializer.numel() == 1)
+    return constant(info.initializer);  // one-element constants are folded into the code
+  llvm::Type* t = memory_type(ctx_, info.dtype);
+  Value* x = b_.CreateAlignedLoad(t, address(v, off), llvm::Align(dtype_size(info.dtype)));
+  return info.dtype == DType::boolean ? b_.CreateICmpNE(x, llvm::ConstantInt::get(t, 0)) : x;
+}
+
+void KernelBuilder::store(ValueId v, Value* off, Value* x) {
+  const DType t = g_.values[v].dtype;
+  if (t == DType::boolean) x = b_.CreateZExt(x, memory_type(ctx_, t));
+  b_.CreateAlignedStore(x, address(v, off), llvm::Align(dtype_size(t)));
+}
+
+Value* KernelBuilder::constant(const Tensor& t) {
+  llvm::Type* type = ops::element_type(ctx_, t.dtype());
+  return visit_dtype(t.dtype(), [&]<class T>() -> Value* {
+    const T v = t.data<T>()[0];
+    if constexpr (std::is_floating_point_v<T>)
+      return llvm::ConstantFP::get(type, static_cast<double>(v));
+    else
+      return llvm::ConstantInt::get(type, static_cast<uint64_t>(v), std::is_signed_v<T>);
+  });
+}
+
+}  // namespace sgraph::jit

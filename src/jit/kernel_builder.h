@@ -1,0 +1,174 @@
+// KernelBuilder: builds the LLVM function of one region (internal to src/jit; see
+// region_compiler.h for what a kernel computes). Its parts live in separate files:
+//   kernel_builder.cpp  the kernel's frame, loop nests, element generation, loads and stores
+//   coalesce.cpp        merging adjacent dims of an output nest into one loop
+//   index_maps.cpp      index ops: views, Transpose, Expand, Slice, Concat, Gather, Pad
+//   materialise.cpp     values computed into kernel-local buffers before the nests that read
+//                       them: reductions, Softmax/LogSoftmax row statistics
+//   contraction.cpp     MatMul/Gemm: a GEMM call into a local buffer, consumers as the epilogue
+//
+// Kernel frame. `void name(void* const* buffers, const int64_t* dims, void* ctx)` allocates the
+// kernel-local buffers, puts every pointer the kernel uses (its buffers' and the local ones) in a
+// pointer table, and runs each loop nest through sgraph_parallel_for(ctx, nest, table, trip), in
+// order. A nest is a function `nest(void* const* table, int64_t begin, int64_t end)` running its
+// outermost loop over [begin, end): it loads the pointers and calls an always-inline body whose
+// pointer parameters are noalias, so LLVM knows the buffers overlap nothing and vectorises without
+// runtime checks. Nests whose outermost loop iterations write disjoint memory (every output nest;
+// a reduction whose outermost dim is kept) may be split over threads; the others run whole.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/region_builder.h"
+#include "sgraph/graph.h"
+
+namespace sgraph::jit {
+
+using Index = std::vector<llvm::Value*>;  // an i64 per dimension
+
+std::string node_str(const Node& n);
+std::vector<DType> operand_dtypes(const Graph& g, const Node& n);
+// In memory a bool is a byte.
+llvm::Type* memory_type(llvm::LLVMContext& ctx, DType t);
+
+// Index ops (index_maps.cpp): a view op (Identity, Reshape, Flatten, Squeeze, Unsqueeze) reads
+// its input at the same row-major offset, Transpose permutes the index, Expand broadcasts it;
+// Slice, Concat, Gather and Pad map it too (see index_maps.cpp).
+enum class IndexMap { none, same_offset, transpose, broadcast, slice, concat, gather, pad };
+IndexMap index_map(OpKind op);
+// Why index op `n` cannot be compiled (an input that must be a constant is not); "" when it can.
+std::string why_not_index_op(const Graph& g, const Node& n);
+
+// Materialised ops (materialise.cpp): why node `n` cannot be materialised ("" when it can).
+std::string why_not_materialised(const Graph& g, const Node& n);
+// Contractions (contraction.cpp), materialised through a GEMM call.
+bool contracts(OpKind op);
+std::string why_not_contracted(const Graph& g, const Node& n);
+
+class KernelBuilder {
+ public:
+  KernelBuilder(const Graph& g, const Region& r, const std::vector<Shape>& shapes, llvm::Module& m);
+  void build(const std::string& name);
+
+ private:
+  // A pointer the kernel uses: a buffer argument (region input or output) or a local buffer.
+  struct Slot {
+    llvm::Type* type = nullptr;  // element type in memory
+    bool input = false, output = false;
+  };
+  struct Local {
+    int slot = -1;
+    llvm::Type* type = nullptr;  // the element type in memory (the accumulator's)
+  };
+  using Body = std::function<void(const Index&)>;
+  struct Contraction {  // batch items of op(A)[M,K] x op(B)[K,N]
+    int64_t M = 0, N = 0, K = 0;
+    bool ta = false, tb = false;
+    double alpha = 1;
+    std::vector<int64_t> a_off, b_off;  // per batch item, in elements
+  };
+  struct Operand {
+    ValueId value = kNoValue;  // the buffer's value (a region input, or the operand itself)
+    bool trans = false;
+    Local local;  // when the operand is computed in the region: the buffer its nest fills
+  };
+  struct ContractionPlan {
+    Contraction geometry;
+    Operand a, b;
+    Local product;
+  };
+
+  // ---- kernel_builder.cpp ----
+  const Shape& shape(ValueId v) const;
+  llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+  int add_slot(llvm::Type* t, bool input, bool output);
+  llvm::Value* ptr(int slot) const;
+  // A loop nest over `s`, outlined into its own function, body(idx) at the innermost level.
+  // `parallel`: iterations of the outermost loop write disjoint memory.
+  void loop_nest(const Shape& s, bool parallel, const Body& body);
+  void emit_output_nest(ValueId v);
+  llvm::Value* element(ValueId v, const Index& idx);
+  llvm::Value* element_at_offset(ValueId v, llvm::Value* off);
+  llvm::Value* compute(const Node& n, const Index& idx);
+  Index broadcast_index(const Node& n, const Index& idx, const Shape& out, const Shape& in);
+  std::optional<Index> unit_dims_map(const Index& idx, const Shape& from, const Shape& to);
+  llvm::Value* offset_of(const Index& idx, const Shape& s);
+  llvm::Value* address(ValueId v, llvm::Value* off);
+  llvm::Value* load(ValueId v, llvm::Value* off);
+  void store(ValueId v, llvm::Value* off, llvm::Value* x);
+  llvm::Value* constant(const Tensor& t);
+
+  // ---- coalesce.cpp ----
+  void coalesce(ValueId v);
+
+  // ---- index_maps.cpp ----
+  llvm::Value* compute_index_op(const Node& n, IndexMap map, const Index& idx);
+  llvm::Value* slice_element(const Node& n, const Index& idx);
+  llvm::Value* concat_element(const Node& n, const Index& idx);
+  llvm::Value* gather_element(const Node& n, const Index& idx);
+  llvm::Value* pad_element(const Node& n, const Index& idx);
+  llvm::Value* clamp(llvm::Value* i, int64_t lo, int64_t hi);
+
+  // ---- materialise.cpp ----
+  static bool is_softmax(OpKind op) { return op == OpKind::Softmax || op == OpKind::LogSoftmax; }
+  llvm::FunctionCallee malloc_fn();
+  llvm::FunctionCallee free_fn();
+  Local local_buffer(llvm::Type* t, int64_t count);
+  llvm::Value* local_ptr(const Local& l, llvm::Value* off);
+  void allocate(const Node& n);
+  void materialise(const Node& n);
+  llvm::Type* acc_type(const Node& n);
+  Shape row_shape(const Node& n);
+  llvm::Value* row_offset(const Index& idx, const Shape& rs);
+  std::vector<bool> reduced_mask(const Node& n, size_t rank);
+  llvm::Value* max_of(llvm::Value* a, llvm::Value* x, DType t);
+  llvm::Value* lowest(DType t, llvm::Type* type);
+  llvm::Value* reassoc_fadd(llvm::Value* a, llvm::Value* x);
+  void materialise_reduce(const Node& n);
+  llvm::Value* load_reduced(const Node& n, const Local& l, llvm::Value* off);
+  void materialise_softmax(const Node& n);
+  llvm::Value* softmax_element(const Node& n, const Index& idx);
+  void materialise_layer_norm(const Node& n);
+  llvm::Value* layer_norm_element(const Node& n, const Index& idx);
+
+  // ---- contraction.cpp ----
+  Contraction contraction_geometry(const Node& n);
+  Operand contraction_operand(ValueId v, bool matrix_trans);
+  void allocate_contraction(const Node& n);
+  void materialise_contraction(const Node& n);
+  llvm::Value* contraction_element(const Node& n, const Index& idx);
+
+  const Graph& g_;
+  const Region& r_;
+  const std::vector<Shape>& shapes_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  llvm::IRBuilder<> b_;
+  std::string name_;
+  llvm::Function* kernel_ = nullptr;
+  llvm::Value* table_ = nullptr;   // in the kernel: the pointer table the nests read
+  std::vector<int32_t> producer_;  // per value: the member node making it, or -1
+  std::vector<int> slot_of_;       // per value: its buffer argument's slot (region in/outputs)
+  std::vector<Slot> slots_;
+  std::vector<llvm::Value*> local_alloc_;  // per slot, in the kernel: local buffers' pointers
+  std::vector<llvm::Value*> kernel_ptrs_;  // per slot, in the kernel: every pointer
+  std::vector<llvm::Value*> ptrs_;         // per slot, in the nest being built: its pointer
+  int nests_ = 0;
+  std::map<std::pair<ValueId, Index>, llvm::Value*> cache_;  // elements made in the current nest
+  std::map<ValueId, Shape> coalesced_;  // shapes in the current loop nest, if merged
+  std::map<ValueId, Local> local_;      // reductions' accumulator buffers
+  // Softmax: row max, row sum; LayerNormalization: row mean, row inverse standard deviation.
+  std::map<const Node*, std::pair<Local, Local>> softmax_;
+  std::map<const Node*, ContractionPlan> contraction_;  // MatMul/Gemm
+  std::vector<llvm::Value*> heap_;                      // malloc'ed buffers to free
+};
+
+}  // namespace sgraph::jit

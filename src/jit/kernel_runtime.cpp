@@ -1,0 +1,68 @@
+// Runtime helpers region kernels call (see kernel_runtime.h).
+#include "jit/kernel_runtime.h"
+
+#include <algorithm>
+
+#include "ops/gemm_kernel.h"
+#include "runtime/parallel.h"
+
+namespace {
+
+// One batched GEMM, split into work items of (batch item, block of rows of C).
+template <class T>
+struct GemmJob {
+  int64_t M, N, K, row_blocks, rows_per_block;
+  const T *a, *b;
+  const int64_t *a_off, *b_off;
+  bool ta, tb;
+  T* c;
+  T alpha;
+
+  void run(int64_t item) const {
+    const int64_t i = item / row_blocks, r0 = (item % row_blocks) * rows_per_block;
+    const int64_t rows = std::min(rows_per_block, M - r0);
+    const T* ai = a + (a_off ? a_off[i] : 0) + (ta ? r0 : r0 * K);
+    const T* bi = b + (b_off ? b_off[i] : 0);
+    T* ci = c + i * M * N + r0 * N;
+    sgraph::ops::gemm<T>(rows, N, K, ai, ta, bi, tb, ci, alpha);  // row blocks only when !ta
+  }
+  static void nest(void* const* ptrs, int64_t begin, int64_t end) {
+    const auto* job = reinterpret_cast<const GemmJob*>(ptrs);
+    for (int64_t item = begin; item < end; ++item) job->run(item);
+  }
+};
+
+template <class T>
+void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const T* a,
+                  const int64_t* a_off, int64_t ta, const T* b, const int64_t* b_off, int64_t tb,
+                  T* c, double alpha) {
+  const int threads = ctx ? static_cast<sgraph::KernelContext*>(ctx)->threads : 1;
+  // Row blocks only when the batch alone cannot keep the threads busy, and only of a row-major A
+  // (a block of rows of A^T is not a dense matrix).
+  int64_t row_blocks = 1;
+  if (threads > 1 && batch < threads && !ta && M >= 64)
+    row_blocks = std::min<int64_t>(threads * 2 / std::max<int64_t>(batch, 1), M / 32);
+  row_blocks = std::max<int64_t>(row_blocks, 1);
+  const int64_t rows_per_block = (M + row_blocks - 1) / row_blocks;
+  row_blocks = (M + rows_per_block - 1) / rows_per_block;
+  const GemmJob<T> job{M,     N,       K,       row_blocks, rows_per_block,       a, b, a_off,
+                       b_off, ta != 0, tb != 0, c,          static_cast<T>(alpha)};
+  if (M == 0 || N == 0 || batch == 0) return;
+  sgraph_parallel_for(ctx, &GemmJob<T>::nest, reinterpret_cast<void* const*>(&job),
+                      batch * row_blocks);
+}
+
+}  // namespace
+
+extern "C" {
+void sgraph_gemm_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
+                     const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
+                     int64_t trans_b, float* c, double alpha) {
+  batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+}
+void sgraph_gemm_f64(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const double* a,
+                     const int64_t* a_off, int64_t trans_a, const double* b, const int64_t* b_off,
+                     int64_t trans_b, double* c, double alpha) {
+  batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+}
+}

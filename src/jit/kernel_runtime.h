@@ -1,0 +1,19 @@
+// Runtime helpers that region kernels call (C ABI; registered with the JIT in runtime_symbols.cpp).
+//
+//   sgraph_gemm_f32(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha)
+// computes, for each batch item i, C_i = alpha * op(A_i) * op(B_i), where A_i starts at
+// a + a_off[i] (a + 0 when a_off is null), B_i likewise, and C_i at c + i * M * N; matrices are
+// dense row-major, op(A) is A^T when trans_a != 0. C is only written. With a KernelContext of
+// several threads the batch items and row blocks are spread over them.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+void sgraph_gemm_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
+                     const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
+                     int64_t trans_b, float* c, double alpha);
+void sgraph_gemm_f64(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const double* a,
+                     const int64_t* a_off, int64_t trans_a, const double* b, const int64_t* b_off,
+                     int64_t trans_b, double* c, double alpha);
+}

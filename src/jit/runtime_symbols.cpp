@@ -1,0 +1,18 @@
+// The table of runtime helpers kernels call (see runtime_symbols.h).
+#include "jit/runtime_symbols.h"
+
+#include "jit/kernel_runtime.h"
+#include "runtime/parallel.h"
+
+namespace sgraph::jit {
+
+std::span<const std::pair<const char*, void*>> runtime_symbols() {
+  static const std::pair<const char*, void*> table[] = {
+      {"sgraph_parallel_for", reinterpret_cast<void*>(&sgraph_parallel_for)},
+      {"sgraph_gemm_f32", reinterpret_cast<void*>(&sgraph_gemm_f32)},
+      {"sgraph_gemm_f64", reinterpret_cast<void*>(&sgraph_gemm_f64)},
+  };
+  return table;
+}
+
+}  // namespace sgraph::jit

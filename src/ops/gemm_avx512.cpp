@@ -1,0 +1,5 @@
+// The float GEMM (gemm_eigen.inc) compiled for AVX-512 (F, DQ, VL, BW) with AVX2 and FMA;
+// CMakeLists.txt sets the flags.
+#define SGRAPH_GEMM_NS gemm_avx512
+#define Eigen sgraph_eigen_avx512
+#include "ops/gemm_eigen.inc"

@@ -1,0 +1,104 @@
+// Parallel loop nests on oneTBB task arenas (one arena per region plan, of the region's thread
+// count), and the per-region thread decision.
+#include "runtime/parallel.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "sgraph/error.h"
+
+namespace sgraph {
+
+namespace {
+
+// Ranges per thread: a few, so a thread delayed by the (shared) machine does not hold everyone up.
+constexpr int64_t kChunksPerThread = 4;
+
+// Profiled (interpreted) time per thread a region kernel gets. A parallel dispatch of a trivial
+// nest on 2 threads costs 0.7 us back to back (workers awake) and 10-13 us when the worker has
+// gone to sleep between kernel calls, as it does while interpreted ops run
+// (bench/bench_parallel.cpp, `sgraph_bench --benchmark_filter=Parallel` on the shared 2-core
+// development machine; a direct call costs 10 ns). A fused kernel runs 3-20x faster than its
+// interpreted ops (`--benchmark_filter=Fusion`: softmax 3.5x, an elementwise chain 22x), so a
+// region profiled at 2 * kNsPerThread = 1 ms has a 50-300 us kernel: on 2 threads 25-150 us each,
+// which repays even a cold dispatch. Smaller regions run on the calling thread.
+constexpr int64_t kNsPerThread = 500'000;
+
+std::string duration(int64_t ns) {
+  char buf[32];
+  const double x = static_cast<double>(ns);
+  if (x < 1e6)
+    std::snprintf(buf, sizeof buf, "%.3g us", x / 1e3);
+  else if (x < 1e9)
+    std::snprintf(buf, sizeof buf, "%.3g ms", x / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g s", x / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+int hardware_threads() { return std::max(1, tbb::info::default_concurrency()); }
+
+struct KernelContext::Arena {
+  explicit Arena(int threads) : arena(threads) { arena.initialize(); }  // now, not on first use
+  tbb::task_arena arena;
+};
+
+KernelContext::KernelContext(int t) : threads(t) {
+  SG_ASSERT(threads >= 1) << "a kernel context needs at least one thread, got " << threads;
+  // TBB's worker pool holds the machine's threads less one: an arena asking for more than that
+  // gets no more, and TBB warns on stderr.
+  if (threads > 1) arena = std::make_unique<Arena>(std::min(threads, hardware_threads()));
+}
+
+KernelContext::~KernelContext() = default;
+
+int region_threads(int64_t profiled_ns, int max_threads, std::string* why) {
+  SG_ASSERT(max_threads >= 1) << "max_threads must be at least 1, got " << max_threads;
+  const int64_t wanted = profiled_ns / kNsPerThread;
+  std::string reason = "profiled " + duration(profiled_ns);
+  int threads = 1;
+  if (wanted < 2) {
+    reason += " < " + duration(2 * kNsPerThread) + ": calling thread";
+  } else if (max_threads == 1) {
+    reason += ", at most 1 thread: calling thread";
+  } else {
+    threads = static_cast<int>(std::min<int64_t>(wanted, max_threads));
+    reason += " -> " + std::to_string(threads) + " threads";
+    if (threads < wanted) reason += " (the maximum)";
+  }
+  if (why != nullptr) *why = std::move(reason);
+  return threads;
+}
+
+}  // namespace sgraph
+
+extern "C" void sgraph_parallel_for(void* ctx,
+                                    void (*nest)(void* const* ptrs, int64_t begin, int64_t end),
+                                    void* const* ptrs, int64_t trip) {
+  if (trip <= 0) return;
+  auto* k = static_cast<sgraph::KernelContext*>(ctx);
+  if (k == nullptr || k->threads <= 1 || trip < 2) {
+    nest(ptrs, 0, trip);
+    return;
+  }
+  // Chunk c of n covers [c*q + min(c, r), (c+1)*q + min(c+1, r)): sizes q or q+1, none empty.
+  const int64_t n = std::min<int64_t>(trip, k->threads * sgraph::kChunksPerThread);
+  const int64_t q = trip / n, r = trip % n;
+  auto begin_of = [&](int64_t c) { return c * q + std::min(c, r); };
+  k->arena->arena.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, n, 1),
+        [&](const tbb::blocked_range<int64_t>& cs) {
+          for (int64_t c = cs.begin(); c != cs.end(); ++c) nest(ptrs, begin_of(c), begin_of(c + 1));
+        },
+        tbb::simple_partitioner());
+  });
+}

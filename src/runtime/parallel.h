@@ -1,0 +1,49 @@
+// Parallel loop nests for region kernels, and how many threads a region gets.
+//
+// A compiled region kernel outlines each of its loop nests into `nest(ptrs, begin, end)`, which
+// runs the nest's outermost loop over [begin, end), and calls
+//   sgraph_parallel_for(ctx, nest, ptrs, trip);
+// with the `ctx` it was passed (a KernelContext*). The context holds the region's thread count,
+// decided once per plan by region_threads() from the region's profiled warm-up time, and a oneTBB
+// task arena of that concurrency, so a region never uses more threads than it was given.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sgraph {
+
+// What a region kernel's ctx argument points at. One per region plan; safe to use from several
+// threads at once.
+struct KernelContext {
+  explicit KernelContext(int threads);  // threads >= 1; 1: every nest runs on the calling thread
+  ~KernelContext();
+  KernelContext(const KernelContext&) = delete;
+  KernelContext& operator=(const KernelContext&) = delete;
+
+  const int threads;
+  // The TBB task arena (defined in parallel.cpp), of `threads` concurrency but at most the
+  // machine's threads; null when threads == 1.
+  struct Arena;
+  std::unique_ptr<Arena> arena;
+};
+
+// The threads this machine offers (the process's CPU affinity respected).
+int hardware_threads();
+
+// Threads for a region kernel whose ops took `profiled_ns` interpreted (median over the warm-up),
+// at most `max_threads` (>= 1): 1, the calling thread, for regions too small to repay a parallel
+// dispatch, then more for larger ones. Monotone in profiled_ns. `why` (if not null) gets the
+// reason, e.g. "profiled 1.8 ms -> 2 threads".
+int region_threads(int64_t profiled_ns, int max_threads, std::string* why);
+
+}  // namespace sgraph
+
+// The helper compiled kernels call: runs nest(ptrs, b, e) over contiguous, non-empty ranges
+// [b, e) that together cover [0, trip) once each, and returns when all are done. With a null ctx,
+// a single thread, or trip < 2, it is one call nest(ptrs, 0, trip) on the calling thread (none
+// when trip <= 0).
+extern "C" void sgraph_parallel_for(void* ctx,
+                                    void (*nest)(void* const* ptrs, int64_t begin, int64_t end),
+                                    void* const* ptrs, int64_t trip);

@@ -1,0 +1,145 @@
+// Test helpers for the region compiler: compile all of a graph's nodes as one region, run the
+// kernel, and compare it with the interpreter.
+//
+//   GraphBuilder b;
+//   b.output(b.exp(b.input("x", DType::f32, {7})));
+//   test::check_region(b.build(), {test::random_f32({7}, 1)});
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/region_compiler.h"
+#include "runtime/interpreter.h"
+#include "test_util.h"
+
+namespace sgraph::test {
+
+// Each value's shape as the interpreter runs (what the Session takes from its ShapeTracker).
+class ShapeRecorder : public OpObserver {
+ public:
+  explicit ShapeRecorder(const Graph& g) : shapes(g.values.size()) {}
+  void on_op(const OpEvent& e) override {
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (e.inputs[i].defined()) shapes[e.node.inputs[i]] = e.inputs[i].shape();
+    for (size_t i = 0; i < e.outputs.size(); ++i) shapes[e.node.outputs[i]] = e.outputs[i].shape();
+  }
+  std::vector<Shape> shapes;
+};
+
+// The region of all of g's nodes.
+inline Region whole_graph(const Graph& g) {
+  Region r;
+  std::vector<bool> made(g.values.size(), false);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    r.nodes.push_back(static_cast<int32_t>(n));
+    for (ValueId v : g.nodes[n].inputs)
+      if (v != kNoValue && !made[v]) r.inputs.push_back(v);
+    for (ValueId v : g.nodes[n].outputs) made[v] = true;
+  }
+  r.outputs = g.outputs;
+  for (auto* list : {&r.inputs, &r.outputs}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
+  return r;
+}
+
+inline jit::Jit& region_test_jit() {
+  static std::unique_ptr<jit::Jit> jit = jit::Jit::create();
+  return *jit;
+}
+
+inline std::string fresh_kernel_name() {
+  static std::atomic<int> counter{0};
+  return "region_test_" + std::to_string(counter++);
+}
+
+struct RegionRun {
+  std::vector<Tensor> got, want;  // in graph-output order
+  jit::CompiledRegion compiled;
+};
+
+// Runs g's nodes as one compiled region (on `feeds`, the graph inputs in order) and through the
+// interpreter.
+inline RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds) {
+  ShapeRecorder shapes(g);
+  OpObserver* observers[] = {&shapes};
+  RegionRun run;
+  run.want = Interpreter(g).run(feeds, observers);
+  const Region r = whole_graph(g);
+  jit::Jit& jit = region_test_jit();
+  run.compiled = jit::compile_region(jit, g, r, shapes.shapes, fresh_kernel_name());
+  REQUIRE_MESSAGE(static_cast<bool>(run.compiled.kernel.fn), run.compiled.why_not);
+  std::vector<void*> buffers;
+  for (ValueId v : r.inputs) {
+    const Tensor* t = &g.value(v).initializer;
+    if (!t->defined()) {
+      const auto at = std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin();
+      t = &feeds.at(at);
+    }
+    buffers.push_back(const_cast<void*>(t->raw_data()));
+  }
+  std::vector<Tensor> outs;
+  for (ValueId v : r.outputs) {
+    outs.emplace_back(g.value(v).dtype, shapes.shapes[v]);
+    buffers.push_back(outs.back().raw_data());
+  }
+  run.compiled.kernel.fn(buffers.data(), nullptr, nullptr);
+  jit.remove(run.compiled.kernel.handle);
+  for (ValueId v : g.outputs)
+    run.got.push_back(outs[std::find(r.outputs.begin(), r.outputs.end(), v) - r.outputs.begin()]);
+  return run;
+}
+
+// Checks that got and want are the same tensor: dtype, shape and every element (floats equal or
+// both NaN; other dtypes bit for bit).
+inline void check_same(const Tensor& got, const Tensor& want) {
+  REQUIRE(got.dtype() == want.dtype());
+  REQUIRE_MESSAGE(got.shape() == want.shape(), shape_str(got.shape())
+                                                   << " != " << shape_str(want.shape()));
+  if (!is_float(got.dtype())) {
+    CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0);
+    return;
+  }
+  int64_t bad = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.at_double(i), w = want.at_double(i);
+    if (!(g == w || (std::isnan(g) && std::isnan(w))) && bad++ == 0)
+      CHECK_MESSAGE(false, "element " << i << ": got " << g << ", want " << w);
+  }
+  CHECK_MESSAGE(bad == 0, bad << " elements differ");
+}
+
+// Compiles g as one region and checks that every output equals the interpreter's exactly.
+inline void check_region_same(const Graph& g, const std::vector<Tensor>& feeds) {
+  const RegionRun run = run_region(g, feeds);
+  REQUIRE(run.got.size() == run.want.size());
+  for (size_t i = 0; i < run.got.size(); ++i) check_same(run.got[i], run.want[i]);
+}
+
+// Uniform random values in [lo, hi] as dtype t: integers rounded, bools x > (lo + hi) / 2.
+inline Tensor random_of(DType t, const Shape& s, uint32_t seed, float lo, float hi) {
+  const Tensor f = random_f32(s, seed, lo, hi);
+  if (t == DType::f32) return f;
+  Tensor out(t, s);
+  visit_dtype(t, [&]<class T>() {
+    for (int64_t i = 0; i < f.numel(); ++i) {
+      const float v = f.data<float>()[i];
+      if constexpr (std::is_same_v<T, bool>)
+        out.data<T>()[i] = v > 0.5f * (lo + hi);
+      else if constexpr (std::is_integral_v<T>)
+        out.data<T>()[i] = static_cast<T>(std::lround(v));
+      else
+        out.data<T>()[i] = static_cast<T>(v);
+    }
+  });
+  return out;
+}
+
+}  // namespace sgraph::test

@@ -1,0 +1,126 @@
+// Helpers for JIT tests: compile a whole graph as one region, run the kernel on the inputs, and
+// compare with the interpreter.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/region_compiler.h"
+#include "runtime/interpreter.h"
+#include "runtime/parallel.h"
+#include "test_util.h"
+
+namespace sgraph::test::region {
+
+using namespace sgraph::jit;
+
+// Each value's shape as the interpreter runs (what the Session takes from its ShapeTracker).
+class ShapeRecorder : public OpObserver {
+ public:
+  explicit ShapeRecorder(const Graph& g) : shapes(g.values.size()) {}
+  void on_op(const OpEvent& e) override {
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (e.inputs[i].defined()) shapes[e.node.inputs[i]] = e.inputs[i].shape();
+    for (size_t i = 0; i < e.outputs.size(); ++i) shapes[e.node.outputs[i]] = e.outputs[i].shape();
+  }
+  std::vector<Shape> shapes;
+};
+
+// The region of all of g's nodes.
+inline Region whole_graph(const Graph& g) {
+  Region r;
+  std::vector<bool> made(g.values.size(), false);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    r.nodes.push_back(static_cast<int32_t>(n));
+    for (ValueId v : g.nodes[n].inputs)
+      if (v != kNoValue && !made[v]) r.inputs.push_back(v);
+    for (ValueId v : g.nodes[n].outputs) made[v] = true;
+  }
+  r.outputs = g.outputs;
+  for (auto* list : {&r.inputs, &r.outputs}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
+  return r;
+}
+
+inline Jit& shared_jit() {
+  static std::unique_ptr<Jit> jit = Jit::create();
+  return *jit;
+}
+
+inline bool compiled(const CompiledRegion& c) { return c.kernel.fn != nullptr; }
+
+inline std::string fresh_name() {
+  static std::atomic<int> counter{0};
+  return "test_region_" + std::to_string(counter++);
+}
+
+struct RegionRun {
+  std::vector<Tensor> got, want;  // in graph-output order
+  CompiledRegion compiled;
+};
+
+// Runs g's nodes as one compiled region and through the interpreter.
+inline RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds,
+                            Jit& jit = shared_jit(), int threads = 1) {
+  ShapeRecorder shapes(g);
+  OpObserver* observers[] = {&shapes};
+  RegionRun run;
+  run.want = Interpreter(g).run(feeds, observers);
+  const Region r = whole_graph(g);
+  run.compiled = compile_region(jit, g, r, shapes.shapes, fresh_name());
+  REQUIRE_MESSAGE(compiled(run.compiled), run.compiled.why_not);
+  std::vector<void*> buffers;
+  for (ValueId v : r.inputs) {
+    const Tensor* t = &g.value(v).initializer;
+    if (!t->defined()) {
+      const auto at = std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin();
+      t = &feeds.at(at);
+    }
+    buffers.push_back(const_cast<void*>(t->raw_data()));
+  }
+  std::vector<Tensor> outs;
+  for (ValueId v : r.outputs) {
+    outs.emplace_back(g.value(v).dtype, shapes.shapes[v]);
+    buffers.push_back(outs.back().raw_data());
+  }
+  KernelContext ctx(threads);
+  run.compiled.kernel.fn(buffers.data(), nullptr, threads > 1 ? &ctx : nullptr);
+  jit.remove(run.compiled.kernel.handle);
+  for (ValueId v : g.outputs)
+    run.got.push_back(outs[std::find(r.outputs.begin(), r.outputs.end(), v) - r.outputs.begin()]);
+  return run;
+}
+
+inline void check_region(const Graph& g, const std::vector<Tensor>& feeds, double rtol = 1e-5,
+                         double atol = 1e-6, int threads = 1) {
+  const RegionRun run = run_region(g, feeds, shared_jit(), threads);
+  REQUIRE(run.got.size() == run.want.size());
+  for (size_t i = 0; i < run.got.size(); ++i)
+    test::check_tensors_close(run.got[i], run.want[i], rtol, atol);
+}
+
+inline Tensor random_of(DType t, const Shape& s, uint32_t seed, float lo, float hi) {
+  const Tensor f = test::random_f32(s, seed, lo, hi);
+  if (t == DType::f32) return f;
+  Tensor out(t, s);
+  visit_dtype(t, [&]<class T>() {
+    for (int64_t i = 0; i < f.numel(); ++i) {
+      const float v = f.data<float>()[i];
+      if constexpr (std::is_same_v<T, bool>)
+        out.data<T>()[i] = v > 0.5f * (lo + hi);
+      else if constexpr (std::is_integral_v<T>)
+        out.data<T>()[i] = static_cast<T>(std::lround(v));
+      else
+        out.data<T>()[i] = static_cast<T>(v);
+    }
+  });
+  return out;
+}
+
+}  // namespace sgraph::test::region

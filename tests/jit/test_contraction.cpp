@@ -1,0 +1,140 @@
+// MatMul and Gemm inside regions: the product through the runtime GEMM, consumers fused as the
+// epilogue; compared with the interpreter over plain, batched, broadcast, vector and transposed
+// operands, computed operands, every Gemm option, f64, and split over threads.
+#include "jit/region_test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::test::region;
+
+namespace {
+
+struct MatMulCase {
+  Shape a, b;
+};
+
+const std::vector<MatMulCase> kMatMulCases = {
+    {{1, 1}, {1, 1}},        {{7, 5}, {5, 3}},
+    {{64, 128}, {128, 96}},  {{5}, {5, 3}},
+    {{7, 5}, {5}},           {{5}, {5}},
+    {{2, 3, 7, 5}, {5, 4}},  {{2, 1, 7, 5}, {3, 5, 4}},
+    {{4, 7, 5}, {1, 5, 6}},  {{3, 1, 9}, {2, 1, 9, 1}},
+    {{1, 1023}, {1023, 17}}, {{130, 33}, {33, 70}},
+};
+
+}  // namespace
+
+TEST_CASE("JIT MatMul: product and bias + activation epilogue vs the interpreter") {
+  uint32_t seed = 100;
+  for (const auto& [sa, sb] : kMatMulCases) {
+    INFO(shape_str(sa) << " x " << shape_str(sb));
+    const Tensor a = test::random_f32(sa, seed++), bt = test::random_f32(sb, seed++);
+    {  // MatMul then Relu(. + 0.5)
+      GraphBuilder b;
+      const ValueId ia = b.input("a", DType::f32, to_dims(sa));
+      const ValueId p = b.matmul(ia, b.input("b", DType::f32, to_dims(sb)));
+      b.output(b.relu(b.add(p, b.scalar(0.5f))));
+      check_region(b.build(), {a, bt}, 1e-4, 1e-5);
+    }
+    {  // computed operands: both scaled inside the region, product also a region output
+      GraphBuilder b;
+      const ValueId ia = b.input("a", DType::f32, to_dims(sa));
+      const ValueId x = b.mul(ia, b.scalar(2.0f));
+      const ValueId y = b.sub(b.input("b", DType::f32, to_dims(sb)), b.scalar(0.25f));
+      const ValueId p = b.matmul(x, y);
+      b.output(p);
+      b.output(b.tanh(p));
+      check_region(b.build(), {a, bt}, 1e-4, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("JIT MatMul: transposed operands, in place and materialised") {
+  // q[2,3,8,16] x Transpose(k[2,3,8,16], perm 0,1,3,2): the transpose is passed to the GEMM.
+  const Tensor q = test::random_f32({2, 3, 8, 16}, 1), k = test::random_f32({2, 3, 8, 16}, 2);
+  {
+    GraphBuilder b;
+    const ValueId iq = b.input("q", DType::f32, {2, 3, 8, 16});
+    const ValueId kt = b.transpose(b.input("k", DType::f32, {2, 3, 8, 16}),
+                                   Attributes{{"perm", Ints{0, 1, 3, 2}}});
+    const ValueId s = b.matmul(iq, kt);
+    b.output(b.softmax(b.mul(s, b.scalar(0.25f))));
+    check_region(b.build(), {q, k}, 1e-4, 1e-6);
+  }
+  {  // a 2-D default transpose on the left
+    const Tensor a = test::random_f32({9, 6}, 3), w = test::random_f32({9, 4}, 4);
+    GraphBuilder b;
+    const ValueId at = b.transpose(b.input("a", DType::f32, {9, 6}));
+    b.output(b.exp(b.matmul(at, b.input("w", DType::f32, {9, 4}))));
+    check_region(b.build(), {a, w}, 1e-4, 1e-6);
+  }
+  {  // a transpose of other dims is materialised
+    GraphBuilder b;
+    const ValueId iq = b.input("q", DType::f32, {3, 2, 8, 16});
+    const ValueId kt = b.transpose(b.input("k", DType::f32, {2, 3, 8, 16}),
+                                   Attributes{{"perm", Ints{1, 0, 3, 2}}});
+    b.output(b.relu(b.matmul(iq, kt)));
+    check_region(b.build(), {test::random_f32({3, 2, 8, 16}, 5), k}, 1e-4, 1e-6);
+  }
+}
+
+TEST_CASE("JIT Gemm: transA/transB, alpha, beta, C broadcasts, no C") {
+  const int64_t M = 13, N = 9, K = 21;
+  uint32_t seed = 300;
+  const std::vector<std::pair<Shape, bool>> cs = {
+      {{N}, true}, {{M, 1}, true}, {{M, N}, true}, {{1}, true}, {{}, false}};
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const auto& [sc, has_c] : cs)
+        for (const auto& [alpha, beta] : {std::pair{1.0, 1.0}, std::pair{0.5, -2.0}}) {
+          INFO("transA " << ta << " transB " << tb << " C " << shape_str(sc) << " alpha " << alpha
+                         << " beta " << beta);
+          const Shape sa = ta ? Shape{K, M} : Shape{M, K}, sb = tb ? Shape{N, K} : Shape{K, N};
+          std::vector<Tensor> feeds = {test::random_f32(sa, seed++), test::random_f32(sb, seed++)};
+          GraphBuilder b;
+          std::vector<ValueId> in = {b.input("a", DType::f32, to_dims(sa)),
+                                     b.input("b", DType::f32, to_dims(sb))};
+          if (has_c) {
+            in.push_back(b.input("c", DType::f32, to_dims(sc)));
+            feeds.push_back(test::random_f32(sc, seed++));
+          }
+          const ValueId y = b.node(OpKind::Gemm, in,
+                                   {{"transA", int64_t{ta}},
+                                    {"transB", int64_t{tb}},
+                                    {"alpha", alpha},
+                                    {"beta", beta}})
+                                .front();
+          b.output(b.sigmoid(y));
+          check_region(b.build(), feeds, 1e-4, 1e-6);
+        }
+}
+
+TEST_CASE("JIT MatMul: f64, and large products split over threads") {
+  {
+    GraphBuilder b;
+    const ValueId ia = b.input("a", DType::f64, {3, 17, 11});
+    const ValueId p = b.matmul(ia, b.input("b", DType::f64, {11, 5}));
+    b.output(b.add(p, b.input("c", DType::f64, {5})));
+    check_region(b.build(),
+                 {random_of(DType::f64, {3, 17, 11}, 1, -1, 1),
+                  random_of(DType::f64, {11, 5}, 2, -1, 1), random_of(DType::f64, {5}, 3, -1, 1)},
+                 1e-12, 1e-12);
+  }
+  for (const auto& [sa, sb] : std::vector<MatMulCase>{
+           {{256, 64}, {64, 96}}, {{4, 100, 64}, {64, 33}}, {{1, 64}, {64, 4097}}}) {
+    INFO(shape_str(sa) << " x " << shape_str(sb));
+    GraphBuilder b;
+    const ValueId ia = b.input("a", DType::f32, to_dims(sa));
+    const ValueId p = b.matmul(ia, b.input("b", DType::f32, to_dims(sb)));
+    b.output(b.relu(b.add(p, b.scalar(-0.1f))));
+    check_region(b.build(), {test::random_f32(sa, 7), test::random_f32(sb, 8)}, 1e-4, 1e-5,
+                 /*threads=*/3);
+  }
+}
+
+TEST_CASE("JIT MatMul: integer contractions are not compiled, with the reason") {
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::i64, {2, 2});
+  b.output(b.add(b.matmul(x, x), x));
+  const Graph g = b.build();
+  CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "(MatMul): contraction of i64"));
+}

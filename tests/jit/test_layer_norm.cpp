@@ -1,0 +1,61 @@
+// LayerNormalization inside regions: row mean and inverse standard deviation materialised, the
+// normalisation fused with its producers and consumers; compared with the interpreter.
+#include "jit/region_test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::test::region;
+
+TEST_CASE("JIT LayerNormalization: axes, scale/bias broadcasts, producers and consumers") {
+  struct Case {
+    Shape x;
+    int64_t axis;
+    Shape scale;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{7}, 0, {7}, true},           {{1, 1}, -1, {1}, false},
+      {{3, 1023}, -1, {1023}, true}, {{2, 7, 5}, 1, {7, 5}, true},
+      {{2, 7, 5}, -1, {1}, true},    {{2, 7, 5}, 0, {2, 7, 5}, false},
+      {{4, 1, 3}, 1, {1, 3}, true},  {{64, 1024}, -1, {1024}, true},
+      {{2, 3, 4}, -2, {4}, true},
+  };
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    INFO(shape_str(c.x) << " axis " << c.axis << " scale " << shape_str(c.scale));
+    const Tensor x = test::random_f32(c.x, seed++, -3, 5);
+    const Tensor scale = test::random_f32(c.scale, seed++, 0.5, 2);
+    const Tensor bias = test::random_f32(c.scale, seed++);
+    for (bool chain : {false, true}) {
+      GraphBuilder b;
+      ValueId v = b.input("x", DType::f32, to_dims(c.x));
+      if (chain) v = b.add(b.mul(v, b.scalar(2.0f)), b.scalar(1.0f));
+      std::vector<ValueId> in = {v, b.constant("scale", scale)};
+      if (c.bias) in.push_back(b.constant("bias", bias));
+      ValueId y =
+          b.node(OpKind::LayerNormalization, in, {{"axis", c.axis}, {"epsilon", 1e-3}}).front();
+      if (chain) y = b.tanh(y);
+      b.output(y);
+      check_region(b.build(), {x}, 1e-4, 1e-5, chain ? 2 : 1);
+    }
+  }
+}
+
+TEST_CASE("JIT LayerNormalization: f64, and integer input is refused with the reason") {
+  {
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f64, {5, 33});
+    const ValueId y = b.node(OpKind::LayerNormalization,
+                             {x, b.constant("s", random_of(DType::f64, {33}, 2, 0.5, 2))}, {})
+                          .front();
+    b.output(b.add(y, x));
+    check_region(b.build(), {random_of(DType::f64, {5, 33}, 1, -2, 2)}, 1e-12, 1e-12);
+  }
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {2, 4});
+  const ValueId y =
+      b.node(OpKind::LayerNormalization, {x, b.constant("s", test::random_f32({4}, 3))}, {}, 3)
+          .front();
+  b.output(b.relu(y));
+  const Graph g = b.build();
+  CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "several outputs"));
+}

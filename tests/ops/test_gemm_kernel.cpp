@@ -1,0 +1,125 @@
+// The float GEMM: every variant this CPU runs (baseline, AVX2, AVX-512) against a plain
+// double-precision triple loop, the dispatching gemm<T> on empty shapes, and how the variant is
+// picked.
+#include <cstdlib>
+
+#include "ops/gemm_kernel.h"
+#include "test_util.h"
+
+using namespace sgraph::ops;
+
+namespace {
+
+struct Case {
+  int64_t M, N, K;
+  bool ta, tb;
+  double alpha, beta;
+};
+
+// One case's operands (floats, so the f32 and f64 runs see the same values; C0 is NaN when
+// beta == 0, which the kernel must not read), the triple loop's result, and per element the
+// magnitude |alpha| sum_k |a_ik b_kj| + |beta c0_ij| the rounding error is bounded by.
+struct Problem {
+  std::vector<double> a, b, c0, want, mag;
+};
+
+std::vector<double> random_floats(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<double> v(n);
+  for (double& x : v) x = u(rng);
+  return v;
+}
+
+Problem make_problem(const Case& c, std::mt19937& rng) {
+  Problem p;
+  p.a = random_floats(c.M * c.K, rng);
+  p.b = random_floats(c.K * c.N, rng);
+  p.c0 = c.beta == 0 ? std::vector<double>(c.M * c.N, sgraph::test::kNaN)
+                     : random_floats(c.M * c.N, rng);
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double sum = 0, abs_sum = 0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const double x =
+            p.a[c.ta ? k * c.M + i : i * c.K + k] * p.b[c.tb ? j * c.K + k : k * c.N + j];
+        sum += x;
+        abs_sum += std::abs(x);
+      }
+      const double cij = c.beta == 0 ? 0 : c.beta * p.c0[i * c.N + j];
+      p.want.push_back(c.alpha * sum + cij);
+      p.mag.push_back(std::abs(c.alpha) * abs_sum + std::abs(cij));
+    }
+  return p;
+}
+
+// A length-K dot product in precision T is off by at most about K * eps_T / 2 times the sum of
+// the absolute products, whatever the summation order; (K + 4) eps_T also covers alpha, beta and,
+// for f64, the reference's own rounding. A wrong transpose or stride is off by far more.
+template <class T>
+void check_variant(GemmIsa isa, const Case& c, const Problem& p) {
+  std::vector<T> a(p.a.begin(), p.a.end()), b(p.b.begin(), p.b.end()), y(p.c0.begin(), p.c0.end());
+  gemm_with<T>(isa, c.M, c.N, c.K, a.data(), c.ta, b.data(), c.tb, y.data(), T(c.alpha), T(c.beta));
+  const double tol = double(std::numeric_limits<T>::epsilon()) * double(c.K + 4);
+  size_t bad = 0;
+  while (bad < y.size() && std::abs(y[bad] - p.want[bad]) <= tol * p.mag[bad]) ++bad;
+  CHECK_MESSAGE(bad == y.size(), gemm_isa_name(isa)
+                                     << (sizeof(T) == 4 ? " f32" : " f64") << " M=" << c.M
+                                     << " N=" << c.N << " K=" << c.K << " trans_a=" << c.ta
+                                     << " trans_b=" << c.tb << " alpha=" << c.alpha
+                                     << " beta=" << c.beta << ": element " << bad << " is "
+                                     << (bad < y.size() ? double(y[bad]) : 0.0) << ", want "
+                                     << (bad < y.size() ? p.want[bad] : 0.0));
+}
+
+}  // namespace
+
+TEST_CASE("GEMM: every variant the CPU runs against a triple loop, f32 and f64") {
+  constexpr int64_t kSizes[] = {1, 7, 16, 33, 64, 257};
+  constexpr double kAlphaBeta[][2] = {{1, 0}, {0.5, 1}, {-1.5, 0.25}};
+  std::vector<GemmIsa> isas;
+  for (GemmIsa isa : kGemmIsas)
+    if (gemm_isa_supported(isa)) isas.push_back(isa);
+  REQUIRE(isas.front() == GemmIsa::base);
+  std::mt19937 rng(7);
+  // Every M, N, K; the transposes and alpha/beta rotate so that each combination meets every size.
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j)
+      for (int k = 0; k < 6; ++k) {
+        const int trans = (i + j + k) % 4, ab = (i + 2 * j + k) % 3;
+        const Case c{kSizes[i],  kSizes[j],         kSizes[k],        (trans & 1) != 0,
+                     trans >= 2, kAlphaBeta[ab][0], kAlphaBeta[ab][1]};
+        const Problem p = make_problem(c, rng);
+        for (GemmIsa isa : isas) {
+          check_variant<float>(isa, c, p);
+          check_variant<double>(isa, c, p);
+        }
+      }
+}
+
+TEST_CASE("GEMM: empty shapes through the dispatching gemm<T>") {
+  std::vector<float> c = {1, 2, 3, 4, 5, 6};
+  const float one = 1;
+  gemm<float>(0, 3, 5, &one, false, &one, false, c.data());  // M == 0: nothing written
+  gemm<float>(2, 0, 5, &one, false, &one, false, c.data());  // N == 0: nothing written
+  CHECK(c == std::vector<float>{1, 2, 3, 4, 5, 6});
+  gemm<float>(2, 3, 0, nullptr, false, nullptr, true, c.data(), 1.0f, 2.0f);  // K == 0: beta * C
+  CHECK(c == std::vector<float>{2, 4, 6, 8, 10, 12});
+  std::vector<double> d(4, sgraph::test::kNaN);
+  gemm<double>(2, 2, 0, nullptr, true, nullptr, false, d.data());  // beta == 0: C not read
+  CHECK(d == std::vector<double>(4, 0.0));
+}
+
+TEST_CASE("GEMM: the variant picked, and SGRAPH_GEMM_ISA") {
+  GemmIsa best = GemmIsa::base;
+  for (GemmIsa isa : kGemmIsas)
+    if (gemm_isa_supported(isa)) best = isa;
+  CHECK(gemm_isa_supported(GemmIsa::base));
+  CHECK(pick_gemm_isa(nullptr) == best);
+  CHECK(pick_gemm_isa("") == best);
+  CHECK(pick_gemm_isa("sse9") == best);
+  CHECK(pick_gemm_isa("AVX2") == best);  // names are exact
+  for (GemmIsa isa : kGemmIsas)
+    CHECK(pick_gemm_isa(gemm_isa_name(isa)) == (gemm_isa_supported(isa) ? isa : best));
+  CHECK(gemm_isa() == pick_gemm_isa(std::getenv("SGRAPH_GEMM_ISA")));
+  CHECK(std::string(gemm_isa_name(GemmIsa::avx512)) == "avx512");
+}
