@@ -98,6 +98,8 @@
   SG_OP(Softmax, softmax)                              \
   SG_OP(LogSoftmax, log_softmax)                       \
   SG_OP(LayerNormalization, layer_normalization)       \
+  /* losses (loss.cpp) */                              \
+  SG_OP(SoftmaxCrossEntropyLoss, softmax_cross_entropy_loss) \
   /* layout, movement and shape ops */                 \
   SG_OP(Identity, identity)                            \
   SG_OP(Reshape, reshape)                              \

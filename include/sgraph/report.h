@@ -45,8 +45,16 @@ struct RegionReport {
 
 struct Report {
   std::string graph;
+  std::string mode;     // "interpret", "profile_guided" or "per_signature" (see CompileMode)
   int warmup_runs = 0;  // completed
   bool planned = false;
+  // Compilation over the session's life, re-planned-away regions included: kernels compiled (a
+  // kernel taken from the cache is not a compilation) and the time compiling them took; in
+  // per_signature mode the input signatures compiled. The ops and regions below are then those
+  // of the latest call's signature.
+  int compilations = 0;
+  double compile_ms_total = 0;
+  int signatures = 0;
   int replans = 0;   // re-plans after repeated guard misses
   size_t steps = 0;  // steps of the executable graph (ops outside regions + regions)
   int64_t kernel_calls = 0, guard_misses = 0;  // all regions, including re-planned-away ones

@@ -3,7 +3,12 @@
 // A Session owns a verified graph and runs it. Its first `warmup_runs` calls interpret the graph
 // while recording every op's shapes and cost; after the last of them it plans: ops whose shapes
 // never changed are stable, and connected stable compilable ops are grouped into regions (the
-// JIT, next, compiles one fused kernel per region). report() says what was decided and why.
+// JIT compiles one fused kernel per region). report() says what was decided and why.
+//
+// CompileMode::per_signature is the baseline of per-signature compilers (XLA-style) for
+// comparison: each new set of input shapes is interpreted once, then the whole graph is compiled
+// for those shapes (every compilable op in a region, every region compiled afresh, no kernel
+// shared with another signature); calls with a signature seen before run its compiled plan.
 // One thread at a time per Session.
 #pragma once
 
@@ -17,6 +22,10 @@
 
 namespace sgraph {
 
+// How a Session compiles (unless SessionOptions::interpret_only): profile-guided (warm-up,
+// then regions of the ops whose shapes never changed), or the whole graph per input signature.
+enum class CompileMode { profile_guided, per_signature };
+
 struct SessionOptions {
   int warmup_runs = 3;          // interpreted, profiled runs before planning
   int min_region_ops = 2;       // smallest region worth compiling
@@ -24,6 +33,7 @@ struct SessionOptions {
   int max_guard_misses = 4;     // misses of one region before its changed ops are re-planned
   bool jit = true;              // compile regions (else they are planned but interpreted)
   int threads = 0;              // max threads per region kernel; 0 = hardware concurrency
+  CompileMode mode = CompileMode::profile_guided;  // per_signature: no warm-up, no re-plans
 };
 
 struct OpTime {
@@ -49,7 +59,8 @@ class Session {
   const SessionOptions& options() const;
   // Per-op wall time of the most recent run, in execution order.
   const std::vector<OpTime>& last_op_times() const;
-  // True once the warm-up runs are done and regions are planned.
+  // True once the warm-up runs are done and regions are planned (per_signature: once a signature
+  // has been compiled).
   bool planned() const;
   // Stability, regions and profile per op (regions only once planned).
   Report report() const;

@@ -23,3 +23,4 @@
 #include "sgraph/report.h"
 #include "sgraph/session.h"
 #include "sgraph/tensor.h"
+#include "sgraph/train.h"

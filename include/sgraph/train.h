@@ -46,7 +46,7 @@ struct Optimizer {
   enum class Kind { sgd, adam };
   Kind kind = Kind::sgd;
   double learning_rate = 0.01;
-  double momentum = 0;  // SGD
+  double momentum = 0;                                // SGD
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam
 
   static Optimizer sgd(double learning_rate, double momentum = 0) {
@@ -63,9 +63,9 @@ struct Optimizer {
 // parameter updated, then the state updated (in the order of the inputs they replace).
 struct TrainingStep {
   Graph graph;
-  std::vector<std::string> data;        // the batch inputs' names
-  std::vector<std::string> parameters;  // input names, as in the forward graph
-  std::vector<std::string> state;       // input names: "<param>.momentum", "<param>.adam_m", ...
+  std::vector<std::string> data;           // the batch inputs' names
+  std::vector<std::string> parameters;     // input names, as in the forward graph
+  std::vector<std::string> state;          // input names: "<param>.momentum", "<param>.adam_m", ...
   std::vector<Tensor> initial_parameters;  // a parameter's initializer; undefined for an input
   std::vector<Tensor> initial_state;       // zeros (Adam's step count "adam.step": i64 0)
 };
@@ -110,7 +110,7 @@ class Trainer {
   const std::vector<Tensor>& state() const;              // in TrainingStep::state order
   int64_t steps() const;                                 // step() calls so far
   const TrainingStep& training_step() const;
-  const Session& step_session() const;  // report() explains what was compiled and what fell back
+  const Session& step_session() const;     // report() explains what was compiled and what fell back
   const Session* predict_session() const;  // nullptr until predict() ran
 
  private:

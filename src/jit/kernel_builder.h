@@ -136,6 +136,7 @@ class KernelBuilder {
   llvm::Value* load_reduced(const Node& n, const Local& l, llvm::Value* off);
   void materialise_softmax(const Node& n);
   llvm::Value* softmax_element(const Node& n, const Index& idx);
+  llvm::Value* exp_arg(llvm::Value* d);
   void materialise_layer_norm(const Node& n);
   llvm::Value* layer_norm_element(const Node& n, const Index& idx);
 

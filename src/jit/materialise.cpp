@@ -241,10 +241,20 @@ void KernelBuilder::materialise_softmax(const Node& n) {
   loop_nest(in, parallel, [&](const Index& ii) {
     Value* off = row(ii);
     Value* m = b_.CreateLoad(mx.type, local_ptr(mx, off));
-    Value* e = c.math("exp", b_.CreateFSub(element(x, ii), m));
+    Value* e = c.math("exp", exp_arg(b_.CreateFSub(element(x, ii), m)));
     Value* p = local_ptr(sum, off);
     b_.CreateStore(reassoc_fadd(b_.CreateLoad(sum.type, p), b_.CreateFPCast(e, sum.type)), p);
   });
+}
+
+// x - max, raised to the smallest argument whose exp is a normal number (it is <= 0): below it
+// exp underflows to denormals or 0, a difference no softmax output can show, while libmvec's
+// vector exp leaves its fast path for such arguments (masked attention scores of -1e9 made a
+// kernel 2x slower). NaN stays NaN.
+Value* KernelBuilder::exp_arg(Value* d) {
+  const bool f32 = d->getType()->isFloatTy();
+  Value* lo = llvm::ConstantFP::get(d->getType(), f32 ? -87.0 : -708.0);
+  return b_.CreateSelect(b_.CreateFCmpOLT(d, lo), lo, d);
 }
 
 // exp(x - max) * (1 / sum), or (x - max) - log(sum), at `idx` (in the uncoalesced shape).
@@ -262,7 +272,7 @@ Value* KernelBuilder::softmax_element(const Node& n, const Index& idx) {
   llvm::Type* et = mx.type;
   if (n.op == OpKind::LogSoftmax) return b_.CreateFSub(d, b_.CreateFPCast(c.math("log", s), et));
   Value* inv = b_.CreateFPCast(b_.CreateFDiv(llvm::ConstantFP::get(sum.type, 1.0), s), et);
-  return b_.CreateFMul(c.math("exp", d), inv);
+  return b_.CreateFMul(c.math("exp", exp_arg(d)), inv);
 }
 
 // LayerNormalization's row statistics, in f64 and in two passes as the interpreter computes them:

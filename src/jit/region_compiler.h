@@ -3,7 +3,7 @@
 //   std::string why = why_not_compilable(g, region);     // "" when it can be compiled
 //   CompiledRegion c = compile_region(jit, g, region, value_shapes, "region_0");
 //   void* buffers[] = {in0.raw_data(), ..., out0.raw_data(), ...};
-//   c.kernel.fn(buffers, nullptr, nullptr);
+//   c.kernel.fn(buffers, nullptr, &kernel_context);   // or nullptr: one thread
 //
 // Fusion composes element generators (the idea of XLA's elemental IR emitter): for each region
 // output the kernel runs one loop nest over the output's static shape (one loop per dim, the
@@ -17,16 +17,20 @@
 //   - index ops are index maps: Identity/Reshape/Flatten/Squeeze/Unsqueeze read the input element
 //     at the same row-major offset (an affine load from a region input; delinearised with div/mod
 //     when the input is computed, unless the reshape only adds or drops size-1 dims), Transpose
-//     permutes the index, Expand broadcasts it.
+//     permutes the index, Expand broadcasts it, Slice/Pad/Concat/Gather map it (with constant
+//     parameters; see index_maps.cpp);
 //   - a reduction (ReduceSum/ReduceMean/ReduceMax) is materialised: before the output nests, a
 //     loop nest over its operand's shape accumulates into a kernel-local buffer (stack when at
 //     most 64 KiB, else malloc'ed per call; f64 for float sums, i64 for integer sums) and its
 //     consumers read that buffer like a region input; Softmax/LogSoftmax materialise the row max
-//     and then the row sum of exp(x - max) the same way, and their element reads both. These
-//     nests run in the region's node order.
+//     and then the row sum of exp(x - max), LayerNormalization the row mean and inverse standard
+//     deviation, the same way; MatMul/Gemm call the runtime GEMM into a local buffer and their
+//     consumers (bias, activation, ...) are the epilogue. These nests run in the region's node
+//     order; each is outlined and, when its outer iterations write disjoint memory, split over
+//     the region's threads (see kernel_builder.h).
 // Within one loop nest each (value, index) is generated once; with several outputs each output has
-// its own loop nest and values they share are computed again in each (a later slice can
-// materialise them). Buffer arguments are `noalias`: outputs must not overlap inputs.
+// its own loop nest and values they share are computed again in each. Buffer arguments are
+// `noalias`: outputs must not overlap inputs.
 #pragma once
 
 #include <string>
@@ -38,14 +42,12 @@
 
 namespace sgraph::jit {
 
-// True for the index ops the compiler maps itself (views, Transpose, Expand).
+// True for the index ops the compiler maps itself (views, Transpose, Expand, Slice, Pad, Concat,
+// Gather); whether a node of them compiles also depends on its parameters being constants.
 bool maps_indices(OpKind op);
 
-// True for the ops whose value the compiler materialises into a kernel-local buffer before the
-// loop nests that read it: ReduceSum/ReduceMean/ReduceMax (a loop nest over the input
-// accumulating into the buffer; f64 for float sums) and Softmax/LogSoftmax (the row max, then
-// the row sum of exp(x - max), as two buffers; the output element reads them). Consumers read
-// these buffers like region inputs; loop nests run in the region's topological node order.
+// True for the ops whose value the compiler materialises into kernel-local buffers before the
+// loop nests that read it: reductions, Softmax/LogSoftmax, LayerNormalization, MatMul/Gemm.
 bool materialises(OpKind op);
 
 // Why the region cannot be compiled, naming the first node at fault (an op with no element

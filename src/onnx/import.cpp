@@ -353,37 +353,56 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
 
 }  // namespace
 
+namespace {
+
+// The graph of a parsed model; the model's tensors are copied once, into the graph's constants.
+Graph import_model(const onnx::ModelProto& model) {
+  SG_CHECK(model.has_graph()) << "the model has no graph";
+  int64_t opset = -1;
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  SG_CHECK(opset >= 0) << "the model does not import the default ONNX opset";
+  Graph g;
+  Scope scope{g, nullptr, {}, {}};
+  Importer(opset).convert_graph(model.graph(), scope);
+  g.metadata["onnx.opset"] = std::to_string(opset);
+  if (!model.producer_name().empty())
+    g.metadata["onnx.producer"] = model.producer_name() + " " + model.producer_version();
+  g.infer_and_verify();
+  return g;
+}
+
+const char* const kNotAModel =
+    "not a valid ONNX model (the protobuf does not parse: truncated or corrupt?)";
+
+}  // namespace
+
 Graph load_onnx_bytes(std::string_view bytes, const std::string& origin) {
   try {
     onnx::ModelProto model;
     SG_CHECK(bytes.size() < (size_t{1} << 31)) << "models of 2 GiB or more are not supported";
-    SG_CHECK(model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-        << "not a valid ONNX model (the protobuf does not parse: truncated or corrupt?)";
-    SG_CHECK(model.has_graph()) << "the model has no graph";
-    int64_t opset = -1;
-    for (const auto& o : model.opset_import())
-      if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-    SG_CHECK(opset >= 0) << "the model does not import the default ONNX opset";
-
-    Graph g;
-    Scope scope{g, nullptr, {}, {}};
-    Importer(opset).convert_graph(model.graph(), scope);
-    g.metadata["onnx.opset"] = std::to_string(opset);
-    if (!model.producer_name().empty())
-      g.metadata["onnx.producer"] = model.producer_name() + " " + model.producer_version();
-    g.infer_and_verify();
-    return g;
+    SG_CHECK(model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) << kNotAModel;
+    return import_model(model);
   } catch (Error& e) {
     throw e.in_file(origin);
   }
 }
 
+// Parsed straight from the file: no copy of the file's bytes is held beside the parsed model.
 Graph load_onnx(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   SG_CHECK(in) << path << ": cannot open file";
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return load_onnx_bytes(buf.str(), path);
+  try {
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<uint64_t>(in.tellg());
+    in.seekg(0);
+    SG_CHECK(size < (uint64_t{1} << 31)) << "models of 2 GiB or more are not supported";
+    onnx::ModelProto model;
+    SG_CHECK(model.ParseFromIstream(&in)) << kNotAModel;
+    return import_model(model);
+  } catch (Error& e) {
+    throw e.in_file(path);
+  }
 }
 
 }  // namespace sgraph

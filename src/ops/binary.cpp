@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "jit/element.h"
+#include "ops/grad.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -210,32 +211,68 @@ Value* emit_prelu(ElementCtx& c, Operands x) {
 }
 Value* emit_where(ElementCtx& c, Operands x) { return c.b.CreateSelect(x[0], x[1], x[2]); }
 
+// ---- gradient rules (src/ops/grad.h): an operand's gradient is summed back to its shape -------
+
+void grad_add(GradCtx& c) {
+  for (size_t i = 0; i < 2; ++i)
+    if (c.wants(i)) c.set(i, c.sum_to(c.dout(0), c.in(i)));
+}
+void grad_sub(GradCtx& c) {
+  if (c.wants(0)) c.set(0, c.sum_to(c.dout(0), c.in(0)));
+  if (c.wants(1)) c.set(1, c.sum_to(c.b.neg(c.dout(0)), c.in(1)));
+}
+void grad_mul(GradCtx& c) {  // d(a * b) = dy * b, dy * a
+  for (size_t i = 0; i < 2; ++i)
+    if (c.wants(i)) c.set(i, c.sum_to(c.b.mul(c.dout(0), c.in(1 - i)), c.in(i)));
+}
+void grad_div(GradCtx& c) {  // y = a / b: da = dy / b, db = -dy * y / b
+  const ValueId dy = c.dout(0), b = c.in(1);
+  if (c.wants(0)) c.set(0, c.sum_to(c.b.div(dy, b), c.in(0)));
+  if (c.wants(1)) c.set(1, c.sum_to(c.b.neg(c.b.div(c.b.mul(dy, c.out(0)), b)), b));
+}
+void grad_sum(GradCtx& c) {  // Sum and Mean: every input gets dy (divided by their count)
+  ValueId dy = c.dout(0);
+  if (c.node.op == OpKind::Mean)
+    dy = c.b.div(dy, c.scalar(static_cast<double>(c.node.inputs.size()), dy));
+  for (size_t i = 0; i < c.node.inputs.size(); ++i)
+    if (c.wants(i)) c.set(i, c.sum_to(dy, c.in(i)));
+}
+void grad_where(GradCtx& c) {  // the chosen value input gets dy, the other 0; cond gets nothing
+  const ValueId zero = c.scalar(0, c.dout(0));
+  if (c.wants(1)) c.set(1, c.sum_to(c.b.where(c.in(0), c.dout(0), zero), c.in(1)));
+  if (c.wants(2)) c.set(2, c.sum_to(c.b.where(c.in(0), zero, c.dout(0)), c.in(2)));
+}
+
 }  // namespace
 
 extern const OpDef kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kLess, kWhere;
 extern const OpDef kGreaterOrEqual, kLessOrEqual, kAnd, kOr, kXor, kMod, kSum, kMean, kPRelu;
 
-const OpDef kAdd =
+const OpDef kAdd = with_grad(
+    grad_add,
     with_element(emit_add, {"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                               arith(c, [](auto a, auto b) -> decltype(a) { return a + b; });
-                            }});
-const OpDef kSub =
+                            }}));
+const OpDef kSub = with_grad(
+    grad_sub,
     with_element(emit_sub, {"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                               arith(c, [](auto a, auto b) -> decltype(a) { return a - b; });
-                            }});
-const OpDef kMul =
+                            }}));
+const OpDef kMul = with_grad(
+    grad_mul,
     with_element(emit_mul, {"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                               arith(c, [](auto a, auto b) -> decltype(a) { return a * b; });
-                            }});
+                            }}));
 // Integer division truncates toward zero; division by zero is an error for integers.
-const OpDef kDiv =
+const OpDef kDiv = with_grad(
+    grad_div,
     with_element(emit_div, {"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                               arith(c, [](auto a, auto b) -> decltype(a) {
                                 if constexpr (std::is_integral_v<decltype(a)>)
                                   SG_CHECK(b != 0) << "integer division by zero";
                                 return a / b;
                               });
-                            }});
+                            }}));
 
 // Pow(x, y): y may have another numeric dtype than x; the result has x's dtype.
 const OpDef kPow = with_element(
@@ -337,18 +374,23 @@ const OpDef kMod{"Mod",
                  }};
 
 // Sum and Mean: variadic with broadcasting, floats only (as in ONNX).
-const OpDef kSum = with_element(
-    emit_sum, {"Sum", 1, 64, 1, 1, types_float_variadic, shapes_broadcast,
-               [](KernelCtx& c) { fold(c, [](auto a, auto b) -> decltype(a) { return a + b; }); }});
-const OpDef kMean = with_element(
-    emit_mean, {"Mean", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
-                  fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
-                  visit_float(c.out[0].dtype(), [&]<class T>() {
-                    const T n = static_cast<T>(c.in.size());
-                    T* y = c.out[0].data<T>();
-                    for (int64_t i = 0, m = c.out[0].numel(); i < m; ++i) y[i] /= n;
-                  });
-                }});
+const OpDef kSum = with_grad(
+    grad_sum,
+    with_element(emit_sum,
+                 {"Sum", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
+                    fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                  }}));
+const OpDef kMean = with_grad(
+    grad_sum,
+    with_element(emit_mean,
+                 {"Mean", 1, 64, 1, 1, types_float_variadic, shapes_broadcast, [](KernelCtx& c) {
+                    fold(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                    visit_float(c.out[0].dtype(), [&]<class T>() {
+                      const T n = static_cast<T>(c.in.size());
+                      T* y = c.out[0].data<T>();
+                      for (int64_t i = 0, m = c.out[0].numel(); i < m; ++i) y[i] /= n;
+                    });
+                  }}));
 
 // PRelu(x, slope): x < 0 ? slope * x : x, slope broadcasting to x's shape (one way only).
 const OpDef kPRelu = with_element(
@@ -370,28 +412,31 @@ const OpDef kPRelu = with_element(
                  }});
 
 // Where(cond, x, y): three-way broadcast.
-const OpDef kWhere = with_element(
-    emit_where, {"Where", 3, 3, 1, 1,
-                 [](TypeCtx& c) {
-                   c.expect_one_of(0, {DType::boolean});
-                   c.expect_same(1, 2);
-                   c.out[0] = c.in[1];
-                 },
-                 shapes_broadcast,
-                 [](KernelCtx& c) {
-                   const Shape& os = c.out[0].shape();
-                   const std::array<Shape, 3> st{broadcast_strides(c.in[0].shape(), os),
-                                                 broadcast_strides(c.in[1].shape(), os),
-                                                 broadcast_strides(c.in[2].shape(), os)};
-                   const bool* cond = c.in[0].data<bool>();
-                   visit_dtype(c.in[1].dtype(), [&]<class T>() {
-                     const T* x = c.in[1].data<T>();
-                     const T* y = c.in[2].data<T>();
-                     T* o = c.out[0].data<T>();
-                     for_each_broadcast<3>(os, st, [&](int64_t i, const std::array<int64_t, 3>& f) {
-                       o[i] = cond[f[0]] ? x[f[1]] : y[f[2]];
-                     });
-                   });
-                 }});
+const OpDef kWhere = with_grad(
+    grad_where, with_element(emit_where, {"Where", 3, 3, 1, 1,
+                                          [](TypeCtx& c) {
+                                            c.expect_one_of(0, {DType::boolean});
+                                            c.expect_same(1, 2);
+                                            c.out[0] = c.in[1];
+                                          },
+                                          shapes_broadcast,
+                                          [](KernelCtx& c) {
+                                            const Shape& os = c.out[0].shape();
+                                            const std::array<Shape, 3> st{
+                                                broadcast_strides(c.in[0].shape(), os),
+                                                broadcast_strides(c.in[1].shape(), os),
+                                                broadcast_strides(c.in[2].shape(), os)};
+                                            const bool* cond = c.in[0].data<bool>();
+                                            visit_dtype(c.in[1].dtype(), [&]<class T>() {
+                                              const T* x = c.in[1].data<T>();
+                                              const T* y = c.in[2].data<T>();
+                                              T* o = c.out[0].data<T>();
+                                              for_each_broadcast<3>(
+                                                  os, st,
+                                                  [&](int64_t i, const std::array<int64_t, 3>& f) {
+                                                    o[i] = cond[f[0]] ? x[f[1]] : y[f[2]];
+                                                  });
+                                            });
+                                          }}));
 
 }  // namespace sgraph::ops

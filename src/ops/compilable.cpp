@@ -1,7 +1,8 @@
 // Which ops a region may hold: those the JIT can generate elements of — an op with an element
-// emitter (OpDef::element, in the op's own file) or an index op the region compiler maps itself
-// (views, Transpose, Expand), or a reduction it materialises into a kernel-local buffer
-// (ReduceSum/Mean/Max, Softmax, LogSoftmax). Nothing else decides it.
+// emitter (OpDef::element, in the op's own file), an index op the region compiler maps itself
+// (views, Transpose, Expand, Slice, Pad, Concat, Gather), or an op it materialises into a
+// kernel-local buffer (reductions, Softmax, LayerNormalization, MatMul/Gemm). A Session also asks
+// the JIT about each node (dtypes, constant parameters) before putting it in a region.
 #include "jit/region_compiler.h"
 #include "ops/op.h"
 

@@ -12,8 +12,8 @@ namespace sgraph::ops {
 DimList GradCtx::dims(ValueId v) const {
   const ValueInfo& info = b.graph().values.at(v);
   if (info.initializer.defined()) return to_dims(info.initializer.shape());
-  SG_CHECK(info.shape.has_value()) << "cannot differentiate: the rank of value '" << info.name
-                                   << "' is unknown";
+  SG_CHECK(info.shape.has_value())
+      << "cannot differentiate: the rank of value '" << info.name << "' is unknown";
   return *info.shape;
 }
 
@@ -35,6 +35,12 @@ ValueId GradCtx::scalar(double x, DType t) {
 ValueId GradCtx::shape_of(ValueId v) {
   if (std::optional<Shape> s = static_shape(v)) return b.ints(*s);
   return b.shape(v);
+}
+
+ValueId GradCtx::with_dims_of(ValueId v, ValueId x) {
+  std::optional<DimList>& shape = b.graph().values.at(v).shape;
+  if (!shape) shape = dims(x);
+  return v;
 }
 
 ValueId GradCtx::count_ratio(ValueId big, ValueId small) {
@@ -68,7 +74,7 @@ ValueId GradCtx::sum_to(ValueId grad, ValueId like) {
 
 ValueId GradCtx::expand_to(ValueId grad, ValueId x, const Ints& axes, bool keepdims) {
   if (!keepdims && !axes.empty()) grad = b.unsqueeze(grad, b.ints(axes));
-  return b.expand(grad, shape_of(x));
+  return with_dims_of(b.expand(grad, shape_of(x)), x);
 }
 
 }  // namespace sgraph::ops

@@ -24,11 +24,11 @@
 namespace sgraph::ops {
 
 struct GradCtx {
-  GraphBuilder& b;                 // appends the backward ops to the graph being differentiated
-  const Node& node;                // the forward node (not a reference into the growing graph)
-  std::span<const ValueId> douts;  // per output: the gradient flowing in, kNoValue when none
+  GraphBuilder& b;                  // appends the backward ops to the graph being differentiated
+  const Node& node;                 // the forward node (not a reference into the growing graph)
+  std::span<const ValueId> douts;   // per output: the gradient flowing in, kNoValue when none
   const std::vector<bool>& wanted;  // per input: whether the loss needs its gradient
-  std::vector<ValueId>& dins;      // per input: what the rule sets (kNoValue: no gradient)
+  std::vector<ValueId>& dins;       // per input: what the rule sets (kNoValue: no gradient)
 
   ValueId in(size_t i) const { return node.inputs[i]; }
   ValueId out(size_t i) const { return node.outputs[i]; }
@@ -58,6 +58,8 @@ struct GradCtx {
   ValueId ints(const Ints& v) { return b.ints(v); }
   // v's shape as a 1-D i64 value: a constant when static, else Shape(v).
   ValueId shape_of(ValueId v);
+  // `v`, recorded to have x's dims where inference could not tell (an op shaped by Shape(x)).
+  ValueId with_dims_of(ValueId v, ValueId x);
   // numel(big) / numel(small) as a scalar of `big`'s dtype: a constant when both are static,
   // else computed from Size at run time.
   ValueId count_ratio(ValueId big, ValueId small);

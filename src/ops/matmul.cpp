@@ -1,6 +1,7 @@
 // MatMul (numpy matmul: 1-D operands promoted then squeezed, batch dims broadcast) and Gemm
 // (alpha * op(A) * op(B) + beta * C). Both run the shared GEMM in gemm_kernel.cpp.
 #include "ops/gemm_kernel.h"
+#include "ops/grad.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -121,35 +122,84 @@ void visit_contraction(DType t, F&& f) {
   }
 }
 
+// ---- gradient rules (src/ops/grad.h) ---------------------------------------------------------
+
+// Transpose of the last two dims.
+ValueId swap_last_two(GradCtx& c, ValueId v) {
+  Ints perm(c.rank(v));
+  for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
+  std::swap(perm[perm.size() - 2], perm[perm.size() - 1]);
+  return c.b.transpose(v, Attributes{{"perm", perm}});
+}
+
+// Y = A @ B: dA = dY @ B^T and dB = A^T @ dY, each summed over the batch dims its operand was
+// broadcast along. A 1-D A is the matrix [1, K] and a 1-D B the matrix [K, 1] (dY gets back the
+// unit dims Y lost). Two matrices take Gemm, whose GEMM reads a transposed operand in place.
+void grad_matmul(GradCtx& c) {
+  GraphBuilder& b = c.b;
+  ValueId a = c.in(0), w = c.in(1), dy = c.dout(0);
+  const int64_t ra = c.rank(a), rw = c.rank(w);
+  if (ra == 2 && rw == 2) {
+    if (c.wants(0)) c.set(0, b.gemm(dy, w, Attributes{{"transB", int64_t{1}}}));
+    if (c.wants(1)) c.set(1, b.gemm(a, dy, Attributes{{"transA", int64_t{1}}}));
+    return;
+  }
+  if (ra == 1) a = b.unsqueeze(a, b.ints({0}));
+  if (rw == 1) w = b.unsqueeze(w, b.ints({1}));
+  const int64_t ry = c.rank(dy) + (ra == 1) + (rw == 1);
+  Ints unit;
+  if (ra == 1) unit.push_back(ry - 2);
+  if (rw == 1) unit.push_back(ry - 1);
+  if (!unit.empty()) dy = b.unsqueeze(dy, b.ints(unit));
+  if (c.wants(0)) {
+    ValueId da = c.sum_to(b.matmul(dy, swap_last_two(c, w)), a);
+    c.set(0, ra == 1 ? b.squeeze(da, b.ints({0})) : da);
+  }
+  if (c.wants(1)) {
+    ValueId dw = c.sum_to(b.matmul(swap_last_two(c, a), dy), w);
+    c.set(1, rw == 1 ? b.squeeze(dw, b.ints({1})) : dw);
+  }
+}
+
+// Y = alpha * op(A) @ op(B) + beta * C, op transposing or not: each operand's gradient is one
+// Gemm of dY with the other operand, transposed as needed; C gets beta * dY summed back to its
+// shape.
+void grad_gemm(GradCtx& c) {
+  const bool ta = c.attrs().get_int("transA", 0) != 0, tb = c.attrs().get_int("transB", 0) != 0;
+  const double alpha = c.attrs().get_float("alpha", 1.0), beta = c.attrs().get_float("beta", 1.0);
+  const ValueId a = c.in(0), w = c.in(1), dy = c.dout(0);
+  auto gemm = [&](ValueId x, ValueId y, bool tx, bool ty) {
+    Attributes attrs{{"transA", int64_t{tx}}, {"transB", int64_t{ty}}};
+    if (alpha != 1.0) attrs.set("alpha", alpha);
+    return c.b.gemm(x, y, std::move(attrs));
+  };
+  if (c.wants(0)) c.set(0, ta ? gemm(w, dy, tb, true) : gemm(dy, w, false, !tb));
+  if (c.wants(1)) c.set(1, tb ? gemm(dy, a, true, ta) : gemm(a, dy, !ta, false));
+  if (c.has_in(2) && c.wants(2))
+    c.set(2, c.sum_to(beta == 1.0 ? dy : c.b.mul(dy, c.scalar(beta, dy)), c.in(2)));
+}
+
 }  // namespace
 
 extern const OpDef kMatMul;
-const OpDef kMatMul{"MatMul",
-                    2,
-                    2,
-                    1,
-                    1,
-                    types_contraction,
-                    [](ShapeCtx& c) { c.out[0] = matmul_dims(c.shape(0), c.shape(1)).out; },
-                    [](KernelCtx& c) {
-                      visit_contraction(c.in[0].dtype(),
-                                        [&]<class T>() { matmul<T>(c.in[0], c.in[1], c.out[0]); });
-                    }};
+const OpDef kMatMul = with_grad(
+    grad_matmul, {"MatMul", 2, 2, 1, 1, types_contraction,
+                  [](ShapeCtx& c) { c.out[0] = matmul_dims(c.shape(0), c.shape(1)).out; },
+                  [](KernelCtx& c) {
+                    visit_contraction(c.in[0].dtype(),
+                                      [&]<class T>() { matmul<T>(c.in[0], c.in[1], c.out[0]); });
+                  }});
 
 // Gemm(A, B, C?) {transA, transB, alpha = 1, beta = 1}: C broadcasts unidirectionally to [M,N].
 extern const OpDef kGemm;
-const OpDef kGemm{
-    "Gemm",
-    2,
-    3,
-    1,
-    1,
-    types_contraction,
-    [](ShapeCtx& c) {
-      const GemmDims d =
-          gemm_dims(c.attrs(), c.shape(0), c.shape(1), c.has(2) ? &c.shape(2) : nullptr);
-      c.out[0] = {d.M, d.N};
-    },
-    [](KernelCtx& c) { visit_contraction(c.in[0].dtype(), [&]<class T>() { run_gemm<T>(c); }); }};
+const OpDef kGemm = with_grad(
+    grad_gemm,
+    {"Gemm", 2, 3, 1, 1, types_contraction,
+     [](ShapeCtx& c) {
+       const GemmDims d =
+           gemm_dims(c.attrs(), c.shape(0), c.shape(1), c.has(2) ? &c.shape(2) : nullptr);
+       c.out[0] = {d.M, d.N};
+     },
+     [](KernelCtx& c) { visit_contraction(c.in[0].dtype(), [&]<class T>() { run_gemm<T>(c); }); }});
 
 }  // namespace sgraph::ops

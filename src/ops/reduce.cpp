@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/grad.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -248,23 +249,41 @@ void run_reduce(KernelCtx& c) {
   });
 }
 
-#define SG_REDUCE(Name, R)                                                                     \
-  extern const OpDef k##Name;                                                                  \
-  const OpDef k##Name {                                                                        \
-#Name, 1, 2, 1, 1, types_reduce < Reduction::R>, shapes_reduce, run_reduce < Reduction::R> \
+// The gradient of ReduceSum and ReduceMean: dy (ReduceMean: divided by the number of elements
+// each output averages) broadcast back over the reduced dims.
+void grad_reduce(GradCtx& c) {
+  const ValueId x = c.in(0);
+  Tensor axes;
+  if (c.has_in(1)) {
+    axes = c.b.graph().values[c.in(1)].initializer;
+    SG_CHECK(axes.defined()) << "cannot differentiate: the axes input is not a constant";
   }
+  const std::vector<bool> reduced =
+      reduced_dims(c.attrs(), axes.defined() ? &axes : nullptr, c.rank(x));
+  Ints list;
+  for (size_t d = 0; d < reduced.size(); ++d)
+    if (reduced[d]) list.push_back(static_cast<int64_t>(d));
+  ValueId dy = c.dout(0);
+  if (c.node.op == OpKind::ReduceMean) dy = c.b.div(dy, c.count_ratio(x, c.out(0)));
+  c.set(0, c.expand_to(dy, x, list, c.attrs().get_int("keepdims", 1) != 0));
+}
+
+#define SG_REDUCE(Name, R, grad)                                                        \
+  extern const OpDef k##Name;                                                           \
+  const OpDef k##Name = with_grad(grad, {#Name, 1, 2, 1, 1, types_reduce<Reduction::R>, \
+                                         shapes_reduce, run_reduce<Reduction::R>})
 
 }  // namespace
 
-SG_REDUCE(ReduceSum, sum);
-SG_REDUCE(ReduceMean, mean);
-SG_REDUCE(ReduceMax, max);
-SG_REDUCE(ReduceMin, min);
-SG_REDUCE(ReduceProd, prod);
-SG_REDUCE(ReduceL1, l1);
-SG_REDUCE(ReduceL2, l2);
-SG_REDUCE(ReduceLogSum, log_sum);
-SG_REDUCE(ReduceLogSumExp, log_sum_exp);
-SG_REDUCE(ReduceSumSquare, sum_square);
+SG_REDUCE(ReduceSum, sum, grad_reduce);
+SG_REDUCE(ReduceMean, mean, grad_reduce);
+SG_REDUCE(ReduceMax, max, nullptr);
+SG_REDUCE(ReduceMin, min, nullptr);
+SG_REDUCE(ReduceProd, prod, nullptr);
+SG_REDUCE(ReduceL1, l1, nullptr);
+SG_REDUCE(ReduceL2, l2, nullptr);
+SG_REDUCE(ReduceLogSum, log_sum, nullptr);
+SG_REDUCE(ReduceLogSumExp, log_sum_exp, nullptr);
+SG_REDUCE(ReduceSumSquare, sum_square, nullptr);
 
 }  // namespace sgraph::ops

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "ops/grad.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -120,16 +121,26 @@ void shapes_unsqueeze(ShapeCtx& c) {
   c.out[0] = std::move(out);
 }
 
+// Gradients: dy viewed with the input's shape (Identity: dy itself). Shape and axes inputs are
+// integers and get none.
+void grad_identity(GradCtx& c) { c.set(0, c.dout(0)); }
+void grad_view(GradCtx& c) {
+  c.set(0, c.with_dims_of(c.b.reshape(c.dout(0), c.shape_of(c.in(0))), c.in(0)));
+}
+
 }  // namespace
 
 extern const OpDef kIdentity, kReshape, kFlatten, kSqueeze, kUnsqueeze;
 
-const OpDef kIdentity{"Identity", 1,   1, 1, 1, types_same_as_input0, shapes_same_as_input0,
-                      nullptr,    true};
-const OpDef kReshape{"Reshape", 2, 2, 1, 1, types_data_and_index, shapes_reshape, nullptr, true};
-const OpDef kFlatten{"Flatten", 1, 1, 1, 1, types_same_as_input0, shapes_flatten, nullptr, true};
-const OpDef kSqueeze{"Squeeze", 1, 2, 1, 1, types_data_and_index, shapes_squeeze, nullptr, true};
-const OpDef kUnsqueeze{"Unsqueeze",      1,       2,   1, 1, types_data_and_index,
-                       shapes_unsqueeze, nullptr, true};
+const OpDef kIdentity = with_grad(grad_identity, {"Identity", 1, 1, 1, 1, types_same_as_input0,
+                                                  shapes_same_as_input0, nullptr, true});
+const OpDef kReshape = with_grad(
+    grad_view, {"Reshape", 2, 2, 1, 1, types_data_and_index, shapes_reshape, nullptr, true});
+const OpDef kFlatten = with_grad(
+    grad_view, {"Flatten", 1, 1, 1, 1, types_same_as_input0, shapes_flatten, nullptr, true});
+const OpDef kSqueeze = with_grad(
+    grad_view, {"Squeeze", 1, 2, 1, 1, types_data_and_index, shapes_squeeze, nullptr, true});
+const OpDef kUnsqueeze = with_grad(
+    grad_view, {"Unsqueeze", 1, 2, 1, 1, types_data_and_index, shapes_unsqueeze, nullptr, true});
 
 }  // namespace sgraph::ops

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/grad.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -97,11 +98,24 @@ void run_softmax(KernelCtx& c) {
   });
 }
 
+// Gradients, with s a sum along the axis (dims kept): Softmax dx = y * (dy - s(dy * y)),
+// LogSoftmax dx = dy - exp(y) * s(dy).
+void grad_softmax(GradCtx& c) {
+  const ValueId y = c.out(0), dy = c.dout(0);
+  const int64_t axis = normalize_axis(c.attrs().get_int("axis", -1), c.rank(y));
+  const Attributes along{{"axes", Ints{axis}}, {"keepdims", int64_t{1}}};
+  if (c.node.op == OpKind::Softmax)
+    c.set(0, c.b.mul(y, c.b.sub(dy, c.b.reduce_sum(c.b.mul(dy, y), along))));
+  else
+    c.set(0, c.b.sub(dy, c.b.mul(c.b.exp(y), c.b.reduce_sum(dy, along))));
+}
+
 }  // namespace
 
 extern const OpDef kSoftmax, kLogSoftmax;
-const OpDef kSoftmax{"Softmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<false>};
-const OpDef kLogSoftmax{"LogSoftmax",     1, 1, 1, 1, types_float_same, shapes_softmax,
-                        run_softmax<true>};
+const OpDef kSoftmax = with_grad(
+    grad_softmax, {"Softmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<false>});
+const OpDef kLogSoftmax = with_grad(
+    grad_softmax, {"LogSoftmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<true>});
 
 }  // namespace sgraph::ops

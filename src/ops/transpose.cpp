@@ -3,6 +3,7 @@
 // stay adjacent in the input; when the innermost dim stays contiguous it copies whole rows.
 #include <cstring>
 
+#include "ops/grad.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -86,10 +87,18 @@ void run_transpose(KernelCtx& c) {
   }
 }
 
+// dx = Transpose(dy) by the inverse permutation.
+void grad_transpose(GradCtx& c) {
+  const Ints perm = perm_of(c.attrs(), c.rank(c.in(0)));
+  Ints inverse(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) inverse[perm[d]] = static_cast<int64_t>(d);
+  c.set(0, c.b.transpose(c.dout(0), Attributes{{"perm", inverse}}));
+}
+
 }  // namespace
 
 extern const OpDef kTranspose;
-const OpDef kTranspose{"Transpose",  1, 1, 1, 1, types_same_as_input0, shapes_transpose,
-                       run_transpose};
+const OpDef kTranspose = with_grad(grad_transpose, {"Transpose", 1, 1, 1, 1, types_same_as_input0,
+                                                    shapes_transpose, run_transpose});
 
 }  // namespace sgraph::ops

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "jit/element.h"
+#include "ops/grad.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -190,20 +191,46 @@ Value* emit_cast(ElementCtx& c, Operands x) {
   return c.b.CreateIntCast(x[0], t, /*isSigned=*/!c.is_unsigned());
 }
 
-#define SG_FLOAT_UNARY(Name, expr, emit)                                              \
-  extern const OpDef k##Name;                                                         \
-  const OpDef k##Name =                                                               \
-      with_element(emit, {#Name, 1, 1, 1, 1, types_float_same, shapes_same_as_input0, \
-                          [](KernelCtx& c) { map_float(c, [](auto x) { return expr; }); }})
+// ---- gradient rules (src/ops/grad.h) ---------------------------------------------------------
+
+void grad_neg(GradCtx& c) { c.set(0, c.b.neg(c.dout(0))); }
+void grad_relu(GradCtx& c) {  // dy where x > 0, else 0
+  const ValueId zero = c.scalar(0, c.in(0));
+  c.set(0, c.b.where(c.b.greater(c.in(0), zero), c.dout(0), zero));
+}
+void grad_exp(GradCtx& c) { c.set(0, c.b.mul(c.dout(0), c.out(0))); }  // dy * y
+void grad_log(GradCtx& c) { c.set(0, c.b.div(c.dout(0), c.in(0))); }   // dy / x
+void grad_sqrt(GradCtx& c) {                                           // dy * 0.5 / y
+  c.set(0, c.b.div(c.b.mul(c.dout(0), c.scalar(0.5, c.out(0))), c.out(0)));
+}
+void grad_tanh(GradCtx& c) {  // dy * (1 - y * y)
+  const ValueId y = c.out(0);
+  c.set(0, c.b.mul(c.dout(0), c.b.sub(c.scalar(1, y), c.b.mul(y, y))));
+}
+void grad_sigmoid(GradCtx& c) {  // dy * y * (1 - y)
+  const ValueId y = c.out(0);
+  c.set(0, c.b.mul(c.b.mul(c.dout(0), y), c.b.sub(c.scalar(1, y), y)));
+}
+void grad_cast(GradCtx& c) {  // float to float: dy cast back; nothing flows through other dtypes
+  if (is_float(c.dtype(c.out(0))))
+    c.set(0, c.b.cast(c.dout(0), Attributes{{"to", onnx_dtype_code(c.dtype(c.in(0)))}}));
+}
+
+#define SG_FLOAT_UNARY_GRAD(Name, expr, emit, grad)                                         \
+  extern const OpDef k##Name;                                                               \
+  const OpDef k##Name = with_grad(                                                          \
+      grad, with_element(emit, {#Name, 1, 1, 1, 1, types_float_same, shapes_same_as_input0, \
+                                [](KernelCtx& c) { map_float(c, [](auto x) { return expr; }); }}))
+#define SG_FLOAT_UNARY(Name, expr, emit) SG_FLOAT_UNARY_GRAD(Name, expr, emit, nullptr)
 
 }  // namespace
 
-SG_FLOAT_UNARY(Sqrt, std::sqrt(x), SG_INTRINSIC(sqrt));
-SG_FLOAT_UNARY(Exp, std::exp(x), SG_MATH(exp));
-SG_FLOAT_UNARY(Log, std::log(x), SG_MATH(log));
+SG_FLOAT_UNARY_GRAD(Sqrt, std::sqrt(x), SG_INTRINSIC(sqrt), grad_sqrt);
+SG_FLOAT_UNARY_GRAD(Exp, std::exp(x), SG_MATH(exp), grad_exp);
+SG_FLOAT_UNARY_GRAD(Log, std::log(x), SG_MATH(log), grad_log);
 SG_FLOAT_UNARY(Erf, std::erf(x), SG_MATH(erf));
-SG_FLOAT_UNARY(Tanh, std::tanh(x), SG_MATH(tanh));
-SG_FLOAT_UNARY(Sigmoid, sigmoid(x), emit_sigmoid);
+SG_FLOAT_UNARY_GRAD(Tanh, std::tanh(x), SG_MATH(tanh), grad_tanh);
+SG_FLOAT_UNARY_GRAD(Sigmoid, sigmoid(x), emit_sigmoid, grad_sigmoid);
 SG_FLOAT_UNARY(Acos, std::acos(x), SG_MATH(acos));
 SG_FLOAT_UNARY(Acosh, std::acosh(x), SG_MATH(acosh));
 SG_FLOAT_UNARY(Asin, std::asin(x), SG_MATH(asin));
@@ -226,9 +253,11 @@ SG_FLOAT_UNARY(Mish, std::tanh(softplus(x)) * x, emit_mish);
 SG_FLOAT_UNARY(HardSwish, hard_swish(x), emit_hard_swish);
 
 extern const OpDef kNeg;
-const OpDef kNeg = with_element(
-    emit_neg, {"Neg", 1, 1, 1, 1, types_signed, shapes_same_as_input0,
-               [](KernelCtx& c) { map_numeric(c, [](auto x) -> decltype(x) { return -x; }); }});
+const OpDef kNeg = with_grad(
+    grad_neg, with_element(emit_neg, {"Neg", 1, 1, 1, 1, types_signed, shapes_same_as_input0,
+                                      [](KernelCtx& c) {
+                                        map_numeric(c, [](auto x) -> decltype(x) { return -x; });
+                                      }}));
 
 extern const OpDef kAbs;
 const OpDef kAbs = with_element(
@@ -237,10 +266,12 @@ const OpDef kAbs = with_element(
                }});
 
 extern const OpDef kRelu;
-const OpDef kRelu = with_element(
-    emit_relu, {"Relu", 1, 1, 1, 1, types_signed, shapes_same_as_input0, [](KernelCtx& c) {
-                  map_numeric(c, [](auto x) -> decltype(x) { return x > 0 ? x : 0; });
-                }});
+const OpDef kRelu = with_grad(
+    grad_relu,
+    with_element(emit_relu,
+                 {"Relu", 1, 1, 1, 1, types_signed, shapes_same_as_input0, [](KernelCtx& c) {
+                    map_numeric(c, [](auto x) -> decltype(x) { return x > 0 ? x : 0; });
+                  }}));
 
 extern const OpDef kLeakyRelu;
 const OpDef kLeakyRelu = with_element(
@@ -388,25 +419,30 @@ const OpDef kClip = with_element(
                 }});
 
 // Cast(x) {to = ONNX data type code}. Float to integer truncates toward zero; to bool is x != 0.
+namespace {
+void run_cast(KernelCtx& c) {
+  const int64_t n = c.in[0].numel();
+  visit_dtype(c.in[0].dtype(), [&]<class S>() {
+    visit_dtype(c.out[0].dtype(), [&]<class D>() {
+      const S* x = c.in[0].data<S>();
+      D* y = c.out[0].data<D>();
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<D, bool>)
+          y[i] = x[i] != S(0);
+        else
+          y[i] = static_cast<D>(x[i]);
+      }
+    });
+  });
+}
+}  // namespace
+
 extern const OpDef kCast;
-const OpDef kCast = with_element(
-    emit_cast, {"Cast", 1, 1, 1, 1,
-                [](TypeCtx& c) { c.out[0] = dtype_from_onnx_code(c.attrs().get_int("to")); },
-                shapes_same_as_input0,
-                [](KernelCtx& c) {
-                  const int64_t n = c.in[0].numel();
-                  visit_dtype(c.in[0].dtype(), [&]<class S>() {
-                    visit_dtype(c.out[0].dtype(), [&]<class D>() {
-                      const S* x = c.in[0].data<S>();
-                      D* y = c.out[0].data<D>();
-                      for (int64_t i = 0; i < n; ++i) {
-                        if constexpr (std::is_same_v<D, bool>)
-                          y[i] = x[i] != S(0);
-                        else
-                          y[i] = static_cast<D>(x[i]);
-                      }
-                    });
-                  });
-                }});
+const OpDef kCast = with_grad(
+    grad_cast, with_element(emit_cast, {"Cast", 1, 1, 1, 1,
+                                        [](TypeCtx& c) {
+                                          c.out[0] = dtype_from_onnx_code(c.attrs().get_int("to"));
+                                        },
+                                        shapes_same_as_input0, run_cast}));
 
 }  // namespace sgraph::ops

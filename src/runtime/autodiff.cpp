@@ -38,7 +38,7 @@ void check_gradient(const Graph& g, const Node& n, size_t i, ValueId grad) {
 
 Tensor ones(DType t, const Shape& shape) {
   Tensor one(t, shape);
-  visit_float(t, [&]<class T>() {
+  ops::visit_float(t, [&]<class T>() {
     for (int64_t i = 0; i < one.numel(); ++i) one.data<T>()[i] = T(1);
   });
   return one;
@@ -54,7 +54,8 @@ std::vector<ValueId> append_gradients(GraphBuilder& b, ValueId loss,
   SG_CHECK(loss >= 0 && loss < n_values) << "loss: value id " << loss << " does not exist";
   const std::string loss_name = g.values[loss].name;
   SG_CHECK(is_float(g.values[loss].dtype))
-      << "loss '" << loss_name << "' must be a float value, not " << dtype_name(g.values[loss].dtype);
+      << "loss '" << loss_name << "' must be a float value, not "
+      << dtype_name(g.values[loss].dtype);
   std::optional<Shape> loss_shape;
   if (const auto& s = g.values[loss].shape) {
     loss_shape.emplace();
@@ -70,9 +71,9 @@ std::vector<ValueId> append_gradients(GraphBuilder& b, ValueId loss,
   std::vector<bool> from_wrt(n_values, false);
   for (ValueId v : wrt) {
     SG_CHECK(v >= 0 && v < n_values) << "value id " << v << " does not exist";
-    SG_CHECK(is_float(g.values[v].dtype)) << "cannot differentiate with respect to '"
-                                          << g.values[v].name << "': it is "
-                                          << dtype_name(g.values[v].dtype) << ", not float";
+    SG_CHECK(is_float(g.values[v].dtype))
+        << "cannot differentiate with respect to '" << g.values[v].name << "': it is "
+        << dtype_name(g.values[v].dtype) << ", not float";
     from_wrt[v] = true;
   }
   for (const Node& n : g.nodes) {

@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kChunksPerThread = 4;
 
 // Profiled (interpreted) time per thread a region kernel gets. A parallel dispatch of a trivial
-// nest on 2 threads costs 0.7 us back to back (workers awake) and 10-13 us when the worker has
+// nest on 2 threads costs 0.7-1.5 us back to back (workers awake) and 5-13 us when the worker has
 // gone to sleep between kernel calls, as it does while interpreted ops run
 // (bench/bench_parallel.cpp, `sgraph_bench --benchmark_filter=Parallel` on the shared 2-core
 // development machine; a direct call costs 10 ns). A fused kernel runs 3-20x faster than its

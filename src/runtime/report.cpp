@@ -57,6 +57,13 @@ std::string Report::to_text() const {
   if (planned)
     os << "executable graph: " << steps << " steps for " << ops.size() << " ops"
        << (replans ? ", re-planned " + std::to_string(replans) + " times" : "") << "\n";
+  if (compilations > 0) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f", compile_ms_total);
+    os << "compiled: " << compilations << " kernels in " << ms << " ms";
+    if (mode == "per_signature") os << " for " << signatures << " input signatures";
+    os << "\n";
+  }
   if (planned)
     os << "memory plan: " << arena_buffers << " buffers in a " << bytes_str(arena_bytes)
        << " arena, " << bytes_str(arena_unshared_bytes) << " without sharing\n";
@@ -100,12 +107,16 @@ std::string Report::to_text() const {
 std::string Report::to_json() const {
   nlohmann::ordered_json j;
   j["graph"] = graph;
+  j["mode"] = mode;
   j["warmup_runs"] = warmup_runs;
   j["planned"] = planned;
   j["replans"] = replans;
   j["steps"] = steps;
   j["kernel_calls"] = kernel_calls;
   j["guard_misses"] = guard_misses;
+  j["compilations"] = compilations;
+  j["compile_ms_total"] = compile_ms_total;
+  j["signatures"] = signatures;
   j["memory"] = {{"arena_buffers", arena_buffers},
                  {"arena_bytes", arena_bytes},
                  {"arena_unshared_bytes", arena_unshared_bytes}};

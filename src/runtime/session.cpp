@@ -1,6 +1,7 @@
 // Session: the pipeline, top to bottom — 1. warm-up (interpret, recording shapes and costs),
 // 2. classify (stable/changed), 3. partition into regions, 4. compile one kernel per region,
 // 5. serve through the executable graph; repeated guard misses re-plan only what changed.
+// CompileMode::per_signature, the per-signature compiler baseline, has its own section below.
 #include "sgraph/session.h"
 
 #include <algorithm>
@@ -74,6 +75,7 @@ struct Session::Impl {
       OpObserver* obs[] = {&timing};
       return interpreter->run(inputs, obs);
     }
+    if (options.mode == CompileMode::per_signature) return run_per_signature(inputs, timing);
     if (exec) return serve(inputs, timing);
     // 1. warm-up: interpret, recording shapes and costs
     OpObserver* obs[] = {&timing, tracker.get(), profiler.get()};
@@ -105,18 +107,8 @@ struct Session::Impl {
   // 2. classify and 3. partition; 4. compile the regions not compiled before.
   void plan() {
     const std::vector<bool> stable = tracker->stable();
-    RegionOptions ro;
-    ro.min_region_ops = options.min_region_ops;
-    not_compilable.assign(graph.nodes.size(), "");
-    ro.compilable = [this](const Graph& g, int32_t i) {  // the op, then this node's dtypes etc.
-      if (!ops::is_compilable(g.nodes[i].op)) return false;
-      Region one;
-      one.nodes = {i};
-      not_compilable[i] = jit::why_not_compilable(g, one);
-      return not_compilable[i].empty();
-    };
-    partition = build_regions(graph, stable, ro);
-    record_value_shapes();
+    partition = build_regions(graph, stable, region_options());
+    value_shapes = shapes_seen(*tracker);
     std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
     exec.reset();
     std::vector<RegionPlan> plans;
@@ -128,7 +120,7 @@ struct Session::Impl {
         plans.push_back(std::move(*same));
         continue;
       }
-      plans.push_back(make_plan(r));
+      plans.push_back(make_plan(r, value_shapes, *profiler, &kernels));
     }
     for (const RegionPlan& gone : old) {   // regions not kept: keep their counts (their kernels
       dropped_calls += gone.kernel_calls;  // stay in the cache for the session's lifetime)
@@ -148,68 +140,87 @@ struct Session::Impl {
       SG_LOG(2) << "region " << r << ": " << partition.regions[r].nodes.size() << " ops";
   }
 
-  // Every value's shape as the warm-up last saw it (the shapes kernels are compiled for).
-  void record_value_shapes() {
-    value_shapes.assign(graph.values.size(), Shape{});
+  // What may join a region: the op, then this node's dtypes etc. (the JIT's reason when not).
+  RegionOptions region_options() {
+    RegionOptions ro;
+    ro.min_region_ops = options.min_region_ops;
+    not_compilable.assign(graph.nodes.size(), "");
+    ro.compilable = [this](const Graph& g, int32_t i) {
+      if (!ops::is_compilable(g.nodes[i].op)) return false;
+      Region one;
+      one.nodes = {i};
+      not_compilable[i] = jit::why_not_compilable(g, one);
+      return not_compilable[i].empty();
+    };
+    return ro;
+  }
+
+  // Every value's shape as the tracker's latest run saw it (the shapes kernels are compiled for).
+  std::vector<Shape> shapes_seen(const ShapeTracker& t) const {
+    std::vector<Shape> shapes(graph.values.size());
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const Node& n = graph.nodes[i];
       const auto idx = static_cast<int32_t>(i);
       for (size_t k = 0; k < n.inputs.size(); ++k)
-        if (n.inputs[k] != kNoValue) value_shapes[n.inputs[k]] = tracker->input_shapes(idx)[k];
-      for (size_t k = 0; k < n.outputs.size(); ++k)
-        value_shapes[n.outputs[k]] = tracker->output_shapes(idx)[k];
+        if (n.inputs[k] != kNoValue) shapes[n.inputs[k]] = t.input_shapes(idx)[k];
+      for (size_t k = 0; k < n.outputs.size(); ++k) shapes[n.outputs[k]] = t.output_shapes(idx)[k];
     }
+    return shapes;
   }
 
-  RegionPlan make_plan(const Region& r) {
+  // A region's plan at `shapes`: its kernel (from `cache` when an identical region was compiled
+  // before; null: always compiled afresh) and its threads, from `prof`'s times.
+  RegionPlan make_plan(const Region& r, const std::vector<Shape>& shapes, const OpProfiler& prof,
+                       std::map<std::string, RegionFn>* cache) {
     RegionPlan p;
     p.region = r;
-    for (ValueId v : r.inputs) p.input_shapes.push_back(value_shapes[v]);
+    for (ValueId v : r.inputs) p.input_shapes.push_back(shapes[v]);
     for (ValueId v : r.outputs) {
-      p.output_shapes.push_back(value_shapes[v]);
+      p.output_shapes.push_back(shapes[v]);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
-    compile(p);
-    plan_threads(p);
+    compile(p, shapes, cache);
+    plan_threads(p, prof);
     return p;
   }
 
   // Resources: a kernel's threads, from its ops' profiled time; every plan gets its own
   // context (a cached kernel is shared, its context is not).
-  void plan_threads(RegionPlan& p) const {
+  void plan_threads(RegionPlan& p, const OpProfiler& prof) const {
     if (p.fn == nullptr) {
       p.threads_why = "interpreted";
       return;
     }
-    p.threads = region_threads(profiled_ns(p.region), max_threads, &p.threads_why);
+    p.threads = region_threads(profiled_ns(p.region, prof), max_threads, &p.threads_why);
     p.ctx = std::make_shared<KernelContext>(p.threads);
     SG_LOG(2) << "region of " << p.region.nodes.size() << " ops: " << p.threads_why;
   }
 
-  // The sum of a region's ops' median interpreted time over the warm-up.
-  int64_t profiled_ns(const Region& r) const {
+  // The sum of a region's ops' median interpreted time over the runs `prof` saw.
+  static int64_t profiled_ns(const Region& r, const OpProfiler& prof) {
     int64_t ns = 0;
-    for (int32_t n : r.nodes) ns += profiler->profile(n).median_ns;
+    for (int32_t n : r.nodes) ns += prof.profile(n).median_ns;
     return ns;
   }
 
   // 4. compile: one fused kernel per region; a region the JIT cannot compile stays interpreted,
   // with the reason in the report.
-  void compile(RegionPlan& p) {
+  void compile(RegionPlan& p, const std::vector<Shape>& shapes,
+               std::map<std::string, RegionFn>* cache) {
     if (!options.jit) {
       p.why_interpreted = "JIT disabled";
       return;
     }
-    const std::string key = fingerprint(p.region);
-    if (auto hit = kernels.find(key); hit != kernels.end()) {  // compiled before: reuse
-      p.fn = hit->second;
+    const std::string key = cache ? fingerprint(p.region, shapes) : "";
+    if (cache && cache->count(key)) {  // compiled before: reuse
+      p.fn = cache->at(key);
       p.cache_hit = true;
       return;
     }
     try {
       if (!jit) jit = jit::Jit::create();
       const std::string name = "sg_region_" + std::to_string(next_kernel++);
-      jit::CompiledRegion c = jit::compile_region(*jit, graph, p.region, value_shapes, name);
+      jit::CompiledRegion c = jit::compile_region(*jit, graph, p.region, shapes, name);
       if (c.kernel.fn == nullptr) {
         p.why_interpreted = c.why_not;
         return;
@@ -217,7 +228,9 @@ struct Session::Impl {
       p.fn = c.kernel.fn;
       p.compile_ms += c.compile_ms;
       ++p.compiles;
-      kernels.emplace(key, c.kernel.fn);
+      compile_ms_total += c.compile_ms;
+      ++compilations;
+      if (cache) cache->emplace(key, c.kernel.fn);
       SG_LOG(2) << "compiled " << name << " (" << p.region.nodes.size() << " ops) in "
                 << c.compile_ms << " ms";
     } catch (const Error& e) {
@@ -229,13 +242,13 @@ struct Session::Impl {
   // the values of one-element constants (the compiler folds those into the code). Two regions
   // with the same fingerprint (repeated layers, a re-planned region returning to a known form)
   // share one kernel.
-  std::string fingerprint(const Region& r) const {
+  std::string fingerprint(const Region& r, const std::vector<Shape>& shapes) const {
     std::map<ValueId, std::string> label;
     std::ostringstream k;
     for (size_t i = 0; i < r.inputs.size(); ++i) {
       const ValueId v = r.inputs[i];
       label[v] = "i" + std::to_string(i);
-      k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(value_shapes[v]);
+      k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(shapes[v]);
       const Tensor& c = graph.values[v].initializer;
       if (c.defined() && c.numel() == 1) k << "=" << c.at_double(0);
       k << ";";
@@ -249,7 +262,7 @@ struct Session::Impl {
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         const ValueId v = node.outputs[o];
         label[v] = "n" + std::to_string(n) + "." + std::to_string(o);
-        k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(value_shapes[v]);
+        k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(shapes[v]);
       }
       k << ";";
     }
@@ -257,19 +270,85 @@ struct Session::Impl {
     return k.str();
   }
 
+  // --- CompileMode::per_signature: the per-signature compiler baseline ---
+  // A call with a new signature (its inputs' shapes) is interpreted once, recording every value's
+  // shape and every op's time; then the whole graph is planned at those shapes (every op stable,
+  // so every compilable op joins a region) and each region compiled afresh, sharing no kernel
+  // with another signature. Later calls with that signature run its plan. No warm-up, no
+  // re-plans: a guard can only miss when shapes depend on input values, and then the region's
+  // ops are interpreted.
+  struct SignaturePlan {
+    Partition partition;
+    std::unique_ptr<OpProfiler> profile;  // of the signature's interpreted call
+    std::unique_ptr<ExecutableGraph> exec;
+  };
+
+  std::vector<Tensor> run_per_signature(const std::vector<Tensor>& inputs, TimingObserver& timing) {
+    std::vector<Shape> signature;
+    for (const Tensor& t : inputs) signature.push_back(t.shape());
+    if (auto known = signatures.find(signature); known != signatures.end()) {
+      current = &known->second;
+      OpObserver* obs[] = {&timing};
+      return current->exec->run(inputs, obs);
+    }
+    ShapeTracker shapes(graph);
+    auto profile = std::make_unique<OpProfiler>(graph, 1);
+    OpObserver* obs[] = {&timing, &shapes, profile.get()};
+    shapes.begin_run();
+    std::vector<Tensor> out = interpreter->run(inputs, obs);
+    shapes.end_run();
+    SignaturePlan sp = plan_signature(shapes_seen(shapes), std::move(profile));
+    current = &signatures.emplace(std::move(signature), std::move(sp)).first->second;
+    return out;
+  }
+
+  SignaturePlan plan_signature(const std::vector<Shape>& shapes,
+                               std::unique_ptr<OpProfiler> profile) {
+    SignaturePlan sp;
+    sp.profile = std::move(profile);
+    const std::vector<bool> all_stable(graph.nodes.size(), true);
+    sp.partition = build_regions(graph, all_stable, region_options());
+    std::vector<RegionPlan> plans;
+    for (const Region& r : sp.partition.regions)
+      plans.push_back(make_plan(r, shapes, *sp.profile, nullptr));
+    sp.exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
+                                                WarmupShapes{shapes, all_stable});
+    SG_LOG(1) << "compiled graph '" << graph.name << "' for input signature "
+              << signatures.size() + 1 << ": " << sp.partition.regions.size() << " regions, "
+              << sp.exec->num_steps() << " steps";
+    return sp;
+  }
+
   Report report() const {
+    // What is being served: the profile-guided plan, or the latest call's signature's.
+    const ExecutableGraph* ex = current ? current->exec.get() : exec.get();
+    const Partition& part = current ? current->partition : partition;
+    const OpProfiler& prof = current ? *current->profile : *profiler;
     Report rep;
     rep.graph = graph.name;
+    rep.mode = options.interpret_only                       ? "interpret"
+               : options.mode == CompileMode::per_signature ? "per_signature"
+                                                            : "profile_guided";
     rep.warmup_runs = tracker->runs();
-    rep.planned = exec != nullptr;
+    rep.planned = ex != nullptr;
     rep.replans = replans;
-    rep.steps = exec ? exec->num_steps() : graph.nodes.size();
+    rep.steps = ex ? ex->num_steps() : graph.nodes.size();
+    rep.compilations = compilations;
+    rep.compile_ms_total = compile_ms_total;
+    rep.signatures = static_cast<int>(signatures.size());
     rep.kernel_calls = dropped_calls;
     rep.guard_misses = dropped_misses;
-    if (exec) {
-      rep.arena_buffers = exec->arena_stats().buffers;
-      rep.arena_bytes = exec->arena_stats().arena_bytes;
-      rep.arena_unshared_bytes = exec->arena_stats().unshared_bytes;
+    for (const auto& [sig, other] : signatures) {
+      if (&other == current) continue;  // its regions are counted with the report's regions
+      for (const RegionPlan& plan : other.exec->regions()) {
+        rep.kernel_calls += plan.kernel_calls;
+        rep.guard_misses += plan.guard_misses;
+      }
+    }
+    if (ex) {
+      rep.arena_buffers = ex->arena_stats().buffers;
+      rep.arena_bytes = ex->arena_stats().arena_bytes;
+      rep.arena_unshared_bytes = ex->arena_stats().unshared_bytes;
     }
     auto names = [&](const std::vector<ValueId>& ids) {
       std::vector<std::string> out;
@@ -288,13 +367,13 @@ struct Session::Impl {
         o.changed_at_run = c->run;
         o.change = c->what;
       }
-      if (exec) {
-        o.region = partition.region_of[i];
-        o.reason = std::string(reason_str(partition.reason[i]));
-        if (partition.reason[i] == NoRegionReason::not_compilable && !not_compilable[i].empty())
+      if (ex) {
+        o.region = part.region_of[i];
+        o.reason = std::string(reason_str(part.reason[i]));
+        if (part.reason[i] == NoRegionReason::not_compilable && !not_compilable[i].empty())
           o.reason += ": " + not_compilable[i];
       }
-      const OpProfile& p = profiler->profile(n);
+      const OpProfile& p = prof.profile(n);
       o.median_ns = p.median_ns;
       o.bytes_read = p.bytes_read;
       o.bytes_written = p.bytes_written;
@@ -303,12 +382,12 @@ struct Session::Impl {
       o.outputs = names(node.outputs);
       rep.ops.push_back(std::move(o));
     }
-    for (size_t r = 0; exec && r < exec->regions().size(); ++r) {
-      const RegionPlan& plan = exec->regions()[r];
+    for (size_t r = 0; ex && r < ex->regions().size(); ++r) {
+      const RegionPlan& plan = ex->regions()[r];
       RegionReport rr;
       rr.id = static_cast<int>(r);
       for (int32_t n : plan.region.nodes) rr.nodes.push_back(graph.nodes[n].name);
-      rr.profiled_ns = profiled_ns(plan.region);
+      rr.profiled_ns = profiled_ns(plan.region, prof);
       rr.threads = plan.threads;
       rr.threads_why = plan.threads_why;
       rr.inputs = names(plan.region.inputs);
@@ -343,6 +422,10 @@ struct Session::Impl {
   std::unique_ptr<ExecutableGraph> exec;
   int runs = 0, replans = 0;
   int64_t dropped_calls = 0, dropped_misses = 0;  // counters of regions re-planned away
+  int compilations = 0;                           // kernels compiled, in either mode
+  double compile_ms_total = 0;
+  std::map<std::vector<Shape>, SignaturePlan> signatures;  // per_signature: plans by input shapes
+  SignaturePlan* current = nullptr;                        // per_signature: the latest call's
   std::vector<OpTime> times;
 };
 
@@ -376,7 +459,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
 const Graph& Session::graph() const { return impl_->graph; }
 const SessionOptions& Session::options() const { return impl_->options; }
 const std::vector<OpTime>& Session::last_op_times() const { return impl_->times; }
-bool Session::planned() const { return impl_->exec != nullptr; }
+bool Session::planned() const { return impl_->exec || impl_->current; }
 Report Session::report() const { return impl_->report(); }
 
 }  // namespace sgraph

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,6 +105,34 @@ inline void check_region(const Graph& g, const std::vector<Tensor>& feeds, doubl
   for (size_t i = 0; i < run.got.size(); ++i)
     test::check_tensors_close(run.got[i], run.want[i], rtol, atol);
 }
+
+// Checks that got and want are the same tensor: dtype, shape and every element (floats equal or
+// both NaN; other dtypes bit for bit).
+inline void check_same(const Tensor& got, const Tensor& want) {
+  REQUIRE(got.dtype() == want.dtype());
+  REQUIRE_MESSAGE(got.shape() == want.shape(), shape_str(got.shape())
+                                                   << " != " << shape_str(want.shape()));
+  if (!is_float(got.dtype())) {
+    CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0);
+    return;
+  }
+  int64_t bad = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.at_double(i), w = want.at_double(i);
+    if (!(g == w || (std::isnan(g) && std::isnan(w))) && bad++ == 0)
+      CHECK_MESSAGE(false, "element " << i << ": got " << g << ", want " << w);
+  }
+  CHECK_MESSAGE(bad == 0, bad << " elements differ");
+}
+
+// Compiles g as one region and checks that every output equals the interpreter's exactly.
+inline void check_region_same(const Graph& g, const std::vector<Tensor>& feeds) {
+  const RegionRun run = run_region(g, feeds);
+  REQUIRE(run.got.size() == run.want.size());
+  for (size_t i = 0; i < run.got.size(); ++i) check_same(run.got[i], run.want[i]);
+}
+
+// Uniform random values in [lo, hi] as dtype t: integers rounded, bools x > (lo + hi) / 2.
 
 inline Tensor random_of(DType t, const Shape& s, uint32_t seed, float lo, float hi) {
   const Tensor f = test::random_f32(s, seed, lo, hi);

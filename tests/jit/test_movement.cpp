@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "region_test.h"
+#include "jit/region_test_util.h"
 
 using namespace sgraph;
 using namespace sgraph::test;
+using namespace sgraph::test::region;
 
 namespace {
 
@@ -300,9 +301,8 @@ TEST_CASE("JIT movement: a Gather kernel clamps out-of-range input indices (no e
   std::vector<Shape> shapes(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v)
     shapes[v] = g.values[v].initializer.defined() ? g.values[v].initializer.shape() : Shape{4};
-  jit::Jit& jit = region_test_jit();
-  const jit::CompiledRegion c =
-      jit::compile_region(jit, g, whole_graph(g), shapes, fresh_kernel_name());
+  jit::Jit& jit = shared_jit();
+  const jit::CompiledRegion c = jit::compile_region(jit, g, whole_graph(g), shapes, fresh_name());
   REQUIRE_MESSAGE(static_cast<bool>(c.kernel.fn), c.why_not);
   Tensor in = i64s({4}, {7, -9, 2, kMax}), out(DType::f32, {4});
   const Region r = whole_graph(g);
@@ -327,11 +327,9 @@ TEST_CASE("JIT movement: constant Gather indices out of range are an error at co
     shapes[v] = info.initializer.defined() ? info.initializer.shape() : Shape{3, 4};
   }
   shapes[g.outputs[0]] = {3, 2};
-  CHECK(contains(error_of([&] {
-                   jit::compile_region(region_test_jit(), g, whole_graph(g), shapes,
-                                       fresh_kernel_name());
-                 }),
-                 "index 4 is out of range for axis 1 of size 4"));
+  CHECK(contains(
+      error_of([&] { jit::compile_region(shared_jit(), g, whole_graph(g), shapes, fresh_name()); }),
+      "index 4 is out of range for axis 1 of size 4"));
 }
 
 // ---- Pad ----

@@ -1,0 +1,170 @@
+// SoftmaxCrossEntropyLoss (ONNX opset 13): scores [N, C] or [N, C, d1, ..., dk], integer labels
+// [N] or [N, d1, ..., dk], optional class weights [C]; attributes reduction ("none", "sum" or
+// "mean", the default) and ignore_index. Output 0 is the loss: per element
+//   l[n, d] = -w[label] * log_softmax(scores, axis 1)[n, label, d]   (0 where label ==
+//   ignore_index)
+// reduced: "none" keeps [N, d...], "sum" sums, "mean" divides the sum by the sum of the weights of
+// the elements not ignored (without weights: their count). Output 1 (optional) is the log_softmax.
+// A label outside [0, C) that is not ignore_index is an error.
+//
+// The gradient is softmax(scores) - onehot(labels), weighted and scaled, built from primitive ops
+// (Equal against a class iota, Cast, Softmax, ReduceSum, Mul), so the JIT compiles it.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/grad.h"
+#include "ops/op.h"
+
+namespace sgraph::ops {
+namespace {
+
+enum class Reduce { none, sum, mean };
+
+Reduce reduction(const Attributes& attrs) {
+  const std::string r = attrs.get_string("reduction", "mean");
+  if (r == "none") return Reduce::none;
+  if (r == "sum") return Reduce::sum;
+  SG_CHECK(r == "mean") << "reduction must be 'none', 'sum' or 'mean', got '" << r << "'";
+  return Reduce::mean;
+}
+
+void types_sce(TypeCtx& c) {
+  c.expect_float(0);
+  c.expect_int_index(1);
+  if (c.has(2)) c.expect_same(0, 2);
+  reduction(c.attrs());
+  for (DType& t : c.out) t = c.in[0];
+}
+
+void shapes_sce(ShapeCtx& c) {
+  const Shape &s = c.shape(0), &l = c.shape(1);
+  SG_CHECK(s.size() >= 2) << "scores must have rank >= 2 ([N, C, ...]), got shape " << shape_str(s);
+  Shape want{s[0]};
+  want.insert(want.end(), s.begin() + 2, s.end());
+  SG_CHECK(l == want) << "labels of shape " << shape_str(l) << " do not match scores of shape "
+                      << shape_str(s) << " (expected " << shape_str(want) << ")";
+  if (c.has(2))
+    SG_CHECK(c.shape(2) == Shape{s[1]}) << "weights must have shape [" << s[1]
+                                        << "] (one per class), got " << shape_str(c.shape(2));
+  c.out[0] = reduction(c.attrs()) == Reduce::none ? l : Shape{};
+  if (c.out.size() > 1) c.out[1] = s;
+}
+
+template <class T, class L>
+void run_sce(KernelCtx& c) {
+  const Shape& s = c.in[0].shape();
+  const int64_t n = s[0], classes = s[1],
+                inner = n * classes == 0 ? 0 : c.in[0].numel() / (n * classes);
+  const T* x = c.in[0].data<T>();
+  const L* labels = c.in[1].data<L>();
+  const T* weights = c.has(2) ? c.in[2].data<T>() : nullptr;
+  const bool has_ignore = c.attrs().has("ignore_index");
+  const int64_t ignore = c.attrs().get_int("ignore_index", 0);
+  const Reduce red = reduction(c.attrs());
+  std::vector<double> logp(static_cast<size_t>(classes));
+  T* log_prob = c.out.size() > 1 ? c.out[1].data<T>() : nullptr;
+  T* loss = c.out[0].data<T>();
+  double total = 0, weight_sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t d = 0; d < inner; ++d) {
+      const T* row = x + i * classes * inner + d;  // class k at row[k * inner]
+      double m = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < classes; ++k) m = std::max(m, static_cast<double>(row[k * inner]));
+      for (int64_t k = 0; k < classes; ++k) sum += std::exp(row[k * inner] - m);
+      for (int64_t k = 0; k < classes; ++k) logp[k] = row[k * inner] - m - std::log(sum);
+      if (log_prob)
+        for (int64_t k = 0; k < classes; ++k)
+          log_prob[i * classes * inner + k * inner + d] = static_cast<T>(logp[k]);
+      const int64_t label = static_cast<int64_t>(labels[i * inner + d]);
+      double l = 0, w = 0;
+      if (!has_ignore || label != ignore) {
+        SG_CHECK(label >= 0 && label < classes)
+            << "label " << label << " at index " << i * inner + d << " is out of range [0, "
+            << classes << ")";
+        w = weights ? static_cast<double>(weights[label]) : 1.0;
+        l = -w * logp[label];
+      }
+      if (red == Reduce::none) loss[i * inner + d] = static_cast<T>(l);
+      total += l;
+      weight_sum += w;
+    }
+  if (red == Reduce::sum) loss[0] = static_cast<T>(total);
+  if (red == Reduce::mean) loss[0] = static_cast<T>(total / weight_sum);
+}
+
+// d loss / d scores = (softmax(scores) * wn - hot) * scale, where hot is the one-hot of the labels
+// times their class weight (0 where ignored), wn its sum over the classes (the element's weight)
+// and scale the incoming gradient (mean: divided by the sum of all weights). The log_prob
+// output's gradient adds dlp - softmax(scores) * sum(dlp, classes).
+void grad_sce(GradCtx& c) {
+  if (!c.wants(0)) return;
+  GraphBuilder& b = c.b;
+  const ValueId scores = c.in(0), labels = c.in(1);
+  // The class index k as a [C, 1, ..., 1] column (broadcasting against labels [N, 1, d...]).
+  Ints column(c.rank(scores) - 1, 1);
+  column[0] = -1;
+  const Dim classes = c.dims(scores)[1];
+  ValueId iota;
+  if (classes.is_static()) {
+    Shape shape(column.size(), 1);
+    shape[0] = classes.size;
+    Tensor t(c.dtype(labels), shape);
+    visit_dtype(t.dtype(), [&]<class L>() {
+      for (int64_t k = 0; k < classes.size; ++k) t.data<L>()[k] = static_cast<L>(k);
+    });
+    iota = b.constant("", t);
+  } else {
+    const ValueId count = b.gather(b.shape(scores), b.scalar<int64_t>(1));
+    iota = b.range(b.scalar<int64_t>(0), count, b.scalar<int64_t>(1));
+    if (c.dtype(labels) != DType::i64)
+      iota = b.cast(iota, Attributes{{"to", onnx_dtype_code(c.dtype(labels))}});
+    iota = b.reshape(iota, b.ints(column));
+  }
+  const ValueId label = b.unsqueeze(labels, b.ints({1}));
+  const Attributes to_float{{"to", onnx_dtype_code(c.dtype(scores))}};
+  ValueId hot = b.cast(b.equal(label, iota), to_float);
+  const bool weighted = c.has_in(2), ignores = c.attrs().has("ignore_index");
+  if (weighted) hot = b.mul(hot, b.reshape(c.in(2), b.ints(column)));
+  if (ignores) {
+    Tensor ignore(c.dtype(labels), {});
+    visit_dtype(ignore.dtype(), [&]<class L>() {
+      ignore.data<L>()[0] = static_cast<L>(c.attrs().get_int("ignore_index"));
+    });
+    hot = b.where(b.equal(label, b.constant("", ignore)), c.scalar(0, scores), hot);
+  }
+  const Attributes classes_axis{{"axes", Ints{1}}, {"keepdims", int64_t{1}}};
+  const ValueId p = b.softmax(scores, Attributes{{"axis", int64_t{1}}});
+  ValueId dx = kNoValue;
+  if (c.has_dout(0)) {
+    const ValueId diff =
+        weighted || ignores ? b.sub(b.mul(p, b.reduce_sum(hot, classes_axis)), hot) : b.sub(p, hot);
+    ValueId scale = c.dout(0);
+    const Reduce red = reduction(c.attrs());
+    if (red == Reduce::none) scale = b.unsqueeze(scale, b.ints({1}));
+    if (red == Reduce::mean)
+      scale = b.div(scale, b.reduce_sum(hot, Attributes{{"keepdims", int64_t{0}}}));
+    dx = b.mul(diff, scale);
+  }
+  if (c.has_dout(1)) {
+    const ValueId dlp = c.dout(1);
+    const ValueId term = b.sub(dlp, b.mul(p, b.reduce_sum(dlp, classes_axis)));
+    dx = dx == kNoValue ? term : b.add(dx, term);
+  }
+  c.set(0, c.with_dims_of(dx, scores));
+}
+
+}  // namespace
+
+extern const OpDef kSoftmaxCrossEntropyLoss;
+const OpDef kSoftmaxCrossEntropyLoss = with_grad(
+    grad_sce, {"SoftmaxCrossEntropyLoss", 2, 3, 1, 2, types_sce, shapes_sce, [](KernelCtx& c) {
+                 visit_float(c.in[0].dtype(), [&]<class T>() {
+                   if (c.in[1].dtype() == DType::i32)
+                     run_sce<T, int32_t>(c);
+                   else
+                     run_sce<T, int64_t>(c);
+                 });
+               }});
+
+}  // namespace sgraph::ops
