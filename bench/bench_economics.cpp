@@ -162,8 +162,9 @@ Totals measure(const Workload& w, const Mode& mode, const std::vector<Feed>& ref
   return t;
 }
 
-// The median of each figure over rounds (counts are the same every round).
-Totals medians(const std::vector<Totals>& rounds) {
+// Over rounds: the median total and compile times, the fastest steady state (the one least
+// disturbed by other processes; each round's is already a median). Counts are the same each round.
+Totals over_rounds(const std::vector<Totals>& rounds) {
   Totals m = rounds.front();
   auto med = [&](double Totals::*f) {
     std::vector<double> v;
@@ -172,16 +173,17 @@ Totals medians(const std::vector<Totals>& rounds) {
   };
   med(&Totals::total_ms);
   med(&Totals::compile_ms);
-  med(&Totals::steady_ms);
+  for (const Totals& t : rounds) m.steady_ms = std::min(m.steady_ms, t.steady_ms);
   for (const Totals& t : rounds) m.max_diff = std::max(m.max_diff, t.max_diff);
   return m;
 }
 
 // After how many more steady-state iterations (no new shape) the two totals cross: one mode
-// started behind and runs each iteration faster. "-" when one is ahead on both counts.
+// started behind and runs each iteration faster. "-" when one is ahead on both counts, or the
+// steady times differ by less than 10% (within a shared machine's noise).
 std::string break_even(const Totals& m, const Totals& guided) {
   const double gap = m.total_ms - guided.total_ms, gain = guided.steady_ms - m.steady_ms;
-  if (gap == 0 || gain == 0 || (gap > 0) != (gain > 0)) return "-";
+  if (std::abs(gain) < 0.1 * guided.steady_ms || gap == 0 || (gap > 0) != (gain > 0)) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f", gap / gain);
   return buf;
@@ -245,7 +247,7 @@ int main(int argc, char** argv) {
       Session(b.build(), o).run({Tensor::zeros(DType::f32, {4})});
     }
 
-    std::printf("host: %s, %u hardware threads; %d thread(s) per kernel; median of %d rounds\n\n",
+    std::printf("host: %s, %u hardware threads; %d thread(s) per kernel; %d rounds\n\n",
                 host_cpu().c_str(), std::thread::hardware_concurrency(), threads, rounds);
     std::printf(
         "| workload | mode | total ms | compiling ms | compilations | signatures | re-plans | "
@@ -265,7 +267,7 @@ int main(int argc, char** argv) {
               measure(w, ms[m], make_ref ? none : ref, make_ref ? &ref : nullptr));
         }
       std::vector<Totals> t;
-      for (const auto& r : per_mode) t.push_back(medians(r));
+      for (const auto& r : per_mode) t.push_back(over_rounds(r));
       const Totals& guided = t[1];
       for (size_t m = 0; m < ms.size(); ++m)
         std::printf("| %s | %s | %.1f | %.1f | %d | %d | %d | %.4f | %.2f | %.2f | %s | %.1e |\n",
@@ -274,8 +276,8 @@ int main(int argc, char** argv) {
                     t[m].total_ms / guided.total_ms, t[m].steady_ms / guided.steady_ms,
                     break_even(t[m], guided).c_str(), t[m].max_diff);
       notes.push_back(w.name + ": " + w.shapes + "; " + std::to_string(w.feeds.size()) +
-                      " iterations, steady state = median of the last " + std::to_string(w.steady) +
-                      "; profile_guided " +
+                      " iterations, steady state: the median of the last " +
+                      std::to_string(w.steady) + " (fastest round); profile_guided " +
                       (guided.regions == 0 ? "compiled nothing (no op kept its shapes)"
                                            : "compiled " + std::to_string(guided.regions) +
                                                  " region(s), each once"));

@@ -51,5 +51,6 @@ int cmd_check(const Args& args);
 int cmd_run(const Args& args);
 int cmd_info(const Args& args);
 int cmd_demo(const Args& args);
+int cmd_train(const Args& args);
 
 }  // namespace sgraph::cli

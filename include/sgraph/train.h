@@ -80,8 +80,8 @@ TrainingStep make_training_step(const Graph& forward, std::string_view loss,
 struct TrainerOptions {
   std::string loss = "loss";            // the forward graph's loss value
   std::vector<std::string> parameters;  // what to train (see make_training_step)
-  Optimizer optimizer;
-  SessionOptions session;  // for the step graph's Session and the evaluation ones
+  Optimizer optimizer = {};
+  SessionOptions session = {};  // for the step graph's Session and the evaluation ones
 };
 
 // Trains a forward graph: owns a Session over its training-step graph and the current parameters

@@ -1,5 +1,7 @@
 // Merging adjacent dims of an output's loop nest (KernelBuilder::coalesce).
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "jit/kernel_builder.h"
 #include "jit/region_compiler.h"
@@ -8,11 +10,14 @@ namespace sgraph::jit {
 
 // Merges adjacent dims of output `v` that every value feeding it either spans fully or
 // broadcasts entirely, when only elementwise ops and Expand lie in between: x[N,C,H,W] + b[C,1,1]
-// loops over [N,C,H*W], so short rows still make long vector loops. Offsets are unchanged.
+// loops over [N,C,H*W], so short rows still make long vector loops. Offsets are unchanged. A
+// per-channel operand c[C] (BatchNormalization's) counts as [1,C,1,1]; windows (a direct Conv, a
+// pool) need the real spatial index and stop the merging.
 void KernelBuilder::coalesce(ValueId v) {
   coalesced_.clear();
   const Shape s = shape(v);
   std::vector<ValueId> cone, todo = {v};
+  std::map<ValueId, Shape> channel;  // per-channel operands, as [1, C, 1...] of their node's rank
   std::vector<bool> seen(g_.values.size(), false);
   while (!todo.empty()) {
     const ValueId u = todo.back();
@@ -23,7 +28,16 @@ void KernelBuilder::coalesce(ValueId v) {
     if (producer_[u] < 0 || local_.count(u)) continue;
     const Node& n = g_.nodes[producer_[u]];
     if (is_softmax(n.op) || n.op == OpKind::LayerNormalization) return;
-    if (contracts(n.op)) {  // the product is read like a region input; Gemm adds C
+    if (windowed(n.op) && !window_.at(&n).gemm) return;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!per_channel(n, i) || n.inputs[i] == kNoValue) continue;
+      Shape cs(shape(n.outputs[0]).size(), 1);
+      cs.at(1) = numel(shape(n.inputs[i]));
+      const auto [at, fresh] = channel.emplace(n.inputs[i], cs);
+      if (!fresh && at->second != cs) return;
+    }
+    if (windowed(n.op)) continue;  // a GEMM's product is read like a region input, plus the bias
+    if (contracts(n.op)) {         // the product is read like a region input; Gemm adds C
       if (n.op == OpKind::Gemm && n.inputs.size() > 2) todo.push_back(n.inputs[2]);
       continue;
     }
@@ -32,12 +46,19 @@ void KernelBuilder::coalesce(ValueId v) {
     if (map == IndexMap::broadcast)
       todo.push_back(n.inputs[0]);
     else
-      todo.insert(todo.end(), n.inputs.begin(), n.inputs.end());
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (!per_channel(n, i)) todo.push_back(n.inputs[i]);
+  }
+  // A per-channel operand computed in the region, or also read elementwise, is not merged.
+  std::vector<std::pair<ValueId, Shape>> members;
+  for (ValueId u : cone) members.emplace_back(u, shape(u));
+  for (const auto& [u, cs] : channel) {
+    if (producer_[u] >= 0 || seen[u]) return;
+    members.emplace_back(u, cs);
   }
   // full[k][d]: cone value k (right-aligned to s) spans dim d; one-element values impose nothing.
   std::vector<std::vector<bool>> full;
-  for (ValueId u : cone) {
-    const Shape& su = shape(u);
+  for (const auto& [u, su] : members) {
     if (numel(su) == 1) continue;
     if (su.size() > s.size()) return;
     std::vector<bool>& f = full.emplace_back(s.size(), false);
@@ -60,8 +81,7 @@ void KernelBuilder::coalesce(ValueId v) {
       groups.back().push_back(d);
   }
   if (groups.size() == s.size()) return;
-  for (ValueId u : cone) {
-    const Shape& su = shape(u);
+  for (const auto& [u, su] : members) {
     if (numel(su) == 1) continue;
     const size_t lead = s.size() - su.size();
     Shape merged;

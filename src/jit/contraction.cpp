@@ -8,6 +8,8 @@
 // passed to the GEMM in place; an operand computed in the region is first materialised into a
 // kernel-local buffer by a loop nest of its own. Batch dims broadcast as in numpy: the offsets of
 // each batch item's A and B matrices are constants in the module.
+#include <algorithm>
+
 #include "jit/element.h"
 #include "jit/kernel_builder.h"
 #include "jit/region_compiler.h"
@@ -151,29 +153,30 @@ void KernelBuilder::materialise_contraction(const Node& n) {
     });
   }
   const Contraction& c = p.geometry;
-  const DType t = g_.values[n.outputs[0]].dtype;
+  const auto base = [&](const Operand& o) {
+    return o.local.slot >= 0 ? kernel_ptrs_[o.local.slot] : kernel_ptrs_[slot_of_[o.value]];
+  };
+  call_gemm(g_.values[n.outputs[0]].dtype, c.M, c.N, c.K, base(p.a), c.a_off, p.a.trans, base(p.b),
+            c.b_off, p.b.trans, kernel_ptrs_[p.product.slot], c.alpha);
+}
+
+void KernelBuilder::call_gemm(DType t, int64_t M, int64_t N, int64_t K, Value* a,
+                              const std::vector<int64_t>& a_off, bool ta, Value* b,
+                              const std::vector<int64_t>& b_off, bool tb, Value* c, double alpha) {
+  SG_ASSERT(a_off.size() == b_off.size()) << "GEMM batch offsets differ in count";
   llvm::Type* i64t = b_.getInt64Ty();
   llvm::Type* ptr = b_.getPtrTy();
   const auto offsets = [&](const std::vector<int64_t>& off) -> Value* {
-    bool zero = true;
-    for (int64_t o : off) zero = zero && o == 0;
-    if (zero) return llvm::ConstantPointerNull::get(b_.getPtrTy());
-    auto* init = llvm::ConstantDataArray::get(
-        ctx_, llvm::ArrayRef<uint64_t>(reinterpret_cast<const uint64_t*>(off.data()), off.size()));
-    return new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
-                                    init, name_ + ".off");
-  };
-  const auto base = [&](const Operand& o) {
-    return o.local.slot >= 0 ? kernel_ptrs_[o.local.slot] : kernel_ptrs_[slot_of_[o.value]];
+    if (std::all_of(off.begin(), off.end(), [](int64_t o) { return o == 0; }))
+      return llvm::ConstantPointerNull::get(b_.getPtrTy());
+    return i64_array(off);
   };
   llvm::FunctionCallee gemm = m_.getOrInsertFunction(
       t == DType::f32 ? "sgraph_gemm_f32" : "sgraph_gemm_f64", b_.getVoidTy(), ptr, i64t, i64t,
       i64t, i64t, ptr, ptr, i64t, ptr, ptr, i64t, ptr, b_.getDoubleTy());
-  b_.CreateCall(gemm,
-                {kernel_->getArg(2), i64(static_cast<int64_t>(c.a_off.size())), i64(c.M), i64(c.N),
-                 i64(c.K), base(p.a), offsets(c.a_off), i64(p.a.trans ? 1 : 0), base(p.b),
-                 offsets(c.b_off), i64(p.b.trans ? 1 : 0), kernel_ptrs_[p.product.slot],
-                 llvm::ConstantFP::get(b_.getDoubleTy(), c.alpha)});
+  b_.CreateCall(gemm, {kernel_->getArg(2), i64(static_cast<int64_t>(a_off.size())), i64(M), i64(N),
+                       i64(K), a, offsets(a_off), i64(ta ? 1 : 0), b, offsets(b_off),
+                       i64(tb ? 1 : 0), c, llvm::ConstantFP::get(b_.getDoubleTy(), alpha)});
 }
 
 // The element of a contraction's output at `idx`: the product, plus beta * C for Gemm.

@@ -241,6 +241,7 @@ Value* KernelBuilder::compute(const Node& n, const Index& idx) {
   if (is_softmax(n.op)) return softmax_element(n, idx);
   if (contracts(n.op)) return contraction_element(n, idx);
   if (n.op == OpKind::LayerNormalization) return layer_norm_element(n, idx);
+  if (windowed(n.op)) return window_element(n, idx);
   if (const IndexMap map = index_map(n.op); map != IndexMap::none)
     return compute_index_op(n, map, idx);
   const Shape& out = shape(n.outputs[0]);
@@ -248,7 +249,9 @@ Value* KernelBuilder::compute(const Node& n, const Index& idx) {
   std::vector<Value*> operands(n.inputs.size(), nullptr);
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (n.inputs[i] != kNoValue)
-      operands[i] = element(n.inputs[i], broadcast_index(n, idx, out, shape(n.inputs[i])));
+      operands[i] = element(n.inputs[i], per_channel(n, i)
+                                             ? channel_index(n, n.inputs[i], idx)
+                                             : broadcast_index(n, idx, out, shape(n.inputs[i])));
   ops::ElementCtx c{b_, n, in, g_.values[n.outputs[0]].dtype};
   Value* x = ops::op_def(n.op).element(c, operands);
   SG_ASSERT(x) << node_str(n) << ": its element emitter declined after the probe accepted it";
@@ -325,6 +328,13 @@ Value* KernelBuilder::constant(const Tensor& t) {
     else
       return llvm::ConstantInt::get(type, static_cast<uint64_t>(v), std::is_signed_v<T>);
   });
+}
+
+Value* KernelBuilder::i64_array(const std::vector<int64_t>& v) {
+  auto* init = llvm::ConstantDataArray::get(
+      ctx_, llvm::ArrayRef<uint64_t>(reinterpret_cast<const uint64_t*>(v.data()), v.size()));
+  return new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                  init, name_ + ".table");
 }
 
 }  // namespace sgraph::jit

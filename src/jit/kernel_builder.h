@@ -6,6 +6,8 @@
 //   materialise.cpp     values computed into kernel-local buffers before the nests that read
 //                       them: reductions, Softmax/LogSoftmax row statistics
 //   contraction.cpp     MatMul/Gemm: a GEMM call into a local buffer, consumers as the epilogue
+//   conv.cpp            Conv, MaxPool, AveragePool: windows over a (padded) source; Conv direct
+//                       or through im2col + GEMM; per-channel operands (BatchNormalization)
 //
 // Kernel frame. `void name(void* const* buffers, const int64_t* dims, void* ctx)` allocates the
 // kernel-local buffers, puts every pointer the kernel uses (its buffers' and the local ones) in a
@@ -27,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/window.h"
 #include "runtime/region_builder.h"
 #include "sgraph/graph.h"
 
@@ -52,6 +55,12 @@ std::string why_not_materialised(const Graph& g, const Node& n);
 // Contractions (contraction.cpp), materialised through a GEMM call.
 bool contracts(OpKind op);
 std::string why_not_contracted(const Graph& g, const Node& n);
+// Convolutions and pools (conv.cpp): Conv, MaxPool, AveragePool, materialised as they need.
+bool windowed(OpKind op);
+std::string why_not_windowed(const Graph& g, const Node& n);
+// Whether input i of `n` is a per-channel vector [C] read at the element's index along dim 1
+// (BatchNormalization's parameters, Conv's bias) rather than numpy-broadcast.
+bool per_channel(const Node& n, size_t i);
 
 class KernelBuilder {
  public:
@@ -85,6 +94,17 @@ class KernelBuilder {
     Operand a, b;
     Local product;
   };
+  struct WindowPlan {  // Conv, MaxPool, AveragePool
+    ops::Window w;
+    int64_t group = 1;
+    bool gemm = false;    // Conv through im2col + GEMM, else computed directly
+    bool padded = false;  // some window reads outside the input: the source is padded
+    Local source;         // the input copied (and padded); slot < 0: read the input itself
+    Shape source_shape;   // [N, C, padded spatial...]
+    Local weights;        // GEMM: the weights, when computed in the region
+    Local col;            // GEMM: the im2col matrix; slot < 0: the source itself (1x1 kernel)
+    Local product;        // GEMM: [N, M, out...]
+  };
 
   // ---- kernel_builder.cpp ----
   const Shape& shape(ValueId v) const;
@@ -105,6 +125,7 @@ class KernelBuilder {
   llvm::Value* load(ValueId v, llvm::Value* off);
   void store(ValueId v, llvm::Value* off, llvm::Value* x);
   llvm::Value* constant(const Tensor& t);
+  llvm::Value* i64_array(const std::vector<int64_t>& v);  // a constant global array
 
   // ---- coalesce.cpp ----
   void coalesce(ValueId v);
@@ -146,6 +167,20 @@ class KernelBuilder {
   void allocate_contraction(const Node& n);
   void materialise_contraction(const Node& n);
   llvm::Value* contraction_element(const Node& n, const Index& idx);
+  // sgraph_gemm_f32/f64 over a_off.size() batch items (offsets in elements; all 0: none passed).
+  void call_gemm(DType t, int64_t M, int64_t N, int64_t K, llvm::Value* a,
+                 const std::vector<int64_t>& a_off, bool ta, llvm::Value* b,
+                 const std::vector<int64_t>& b_off, bool tb, llvm::Value* c, double alpha);
+
+  // ---- conv.cpp ----
+  Index channel_index(const Node& n, ValueId v, const Index& idx);
+  void allocate_window(const Node& n);
+  void materialise_window(const Node& n);
+  llvm::Value* window_tap(const Node& n, const WindowPlan& p, llvm::Value* image,
+                          llvm::Value* channel, const Index& o, const Index& k);
+  llvm::Value* per_position(const Ints& values, llvm::Value* o);
+  llvm::Value* window_element(const Node& n, const Index& idx);
+  llvm::Value* direct_conv(const Node& n, const WindowPlan& p, const Index& idx);
 
   const Graph& g_;
   const Region& r_;
@@ -169,6 +204,7 @@ class KernelBuilder {
   // Softmax: row max, row sum; LayerNormalization: row mean, row inverse standard deviation.
   std::map<const Node*, std::pair<Local, Local>> softmax_;
   std::map<const Node*, ContractionPlan> contraction_;  // MatMul/Gemm
+  std::map<const Node*, WindowPlan> window_;            // Conv, MaxPool, AveragePool
   std::vector<llvm::Value*> heap_;                      // malloc'ed buffers to free
 };
 

@@ -1,7 +1,8 @@
 // Materialised values: ops whose element needs a whole row or slice of their operand (reductions,
-// Softmax/LogSoftmax, LayerNormalization) are computed into kernel-local buffers by loop nests of
-// their own before the nests that read them; their consumers then read those buffers like region
-// inputs.
+// GlobalAveragePool, Softmax/LogSoftmax, LayerNormalization) are computed into kernel-local
+// buffers by loop nests of their own before the nests that read them; their consumers then read
+// those buffers like region inputs. Contractions (contraction.cpp) and windowed ops (conv.cpp)
+// are dispatched from here too.
 #include <algorithm>
 
 #include "jit/element.h"
@@ -15,12 +16,13 @@ using llvm::Value;
 
 bool materialises(OpKind op) {
   return op == OpKind::ReduceSum || op == OpKind::ReduceMean || op == OpKind::ReduceMax ||
-         op == OpKind::Softmax || op == OpKind::LogSoftmax || op == OpKind::LayerNormalization ||
-         contracts(op);
+         op == OpKind::GlobalAveragePool || op == OpKind::Softmax || op == OpKind::LogSoftmax ||
+         op == OpKind::LayerNormalization || contracts(op) || windowed(op);
 }
 
 std::string why_not_materialised(const Graph& g, const Node& n) {
   if (contracts(n.op)) return why_not_contracted(g, n);
+  if (windowed(n.op)) return why_not_windowed(g, n);
   const DType in = g.values[n.inputs[0]].dtype, out = g.values[n.outputs[0]].dtype;
   if (n.op == OpKind::Softmax || n.op == OpKind::LogSoftmax)
     return is_float(in) ? "" : "softmax of " + std::string(dtype_name(in));
@@ -90,6 +92,8 @@ Value* KernelBuilder::row_offset(const Index& idx, const Shape& rs) {
 void KernelBuilder::allocate(const Node& n) {
   if (contracts(n.op)) {
     allocate_contraction(n);
+  } else if (windowed(n.op)) {
+    allocate_window(n);
   } else if (n.op == OpKind::LayerNormalization) {
     const int64_t rows = numel(row_shape(n));
     softmax_[&n] = {local_buffer(b_.getDoubleTy(), rows), local_buffer(b_.getDoubleTy(), rows)};
@@ -106,6 +110,8 @@ void KernelBuilder::materialise(const Node& n) {
   coalesced_.clear();
   if (contracts(n.op))
     materialise_contraction(n);
+  else if (windowed(n.op))
+    materialise_window(n);
   else if (n.op == OpKind::LayerNormalization)
     materialise_layer_norm(n);
   else if (is_softmax(n.op))
@@ -115,6 +121,12 @@ void KernelBuilder::materialise(const Node& n) {
 }
 
 std::vector<bool> KernelBuilder::reduced_mask(const Node& n, size_t rank) {
+  if (n.op == OpKind::GlobalAveragePool) {  // the spatial dims
+    std::vector<bool> spatial(rank, true);
+    spatial[0] = false;
+    if (rank > 1) spatial[1] = false;
+    return spatial;
+  }
   Ints axes;
   if (n.inputs.size() > 1 && n.inputs[1] != kNoValue)
     axes = g_.values[n.inputs[1]].initializer.to_int64();
@@ -202,7 +214,7 @@ Value* KernelBuilder::load_reduced(const Node& n, const Local& l, Value* off) {
   Value* a = b_.CreateLoad(l.type, local_ptr(l, off));
   const DType t = g_.values[n.outputs[0]].dtype;
   if (n.op == OpKind::ReduceMax) return a;
-  if (n.op == OpKind::ReduceMean) {
+  if (n.op == OpKind::ReduceMean || n.op == OpKind::GlobalAveragePool) {
     const Shape& in = shapes_.at(n.inputs[0]);
     const std::vector<bool> reduced = reduced_mask(n, in.size());
     int64_t count = 1;

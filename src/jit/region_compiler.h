@@ -25,9 +25,15 @@
 //     consumers read that buffer like a region input; Softmax/LogSoftmax materialise the row max
 //     and then the row sum of exp(x - max), LayerNormalization the row mean and inverse standard
 //     deviation, the same way; MatMul/Gemm call the runtime GEMM into a local buffer and their
-//     consumers (bias, activation, ...) are the epilogue. These nests run in the region's node
-//     order; each is outlined and, when its outer iterations write disjoint memory, split over
-//     the region's threads (see kernel_builder.h).
+//     consumers (bias, activation, ...) are the epilogue; GlobalAveragePool is a mean over the
+//     spatial dims;
+//   - Conv, MaxPool and AveragePool read windows of a source: their input, or a local copy of it
+//     (padded when windows reach outside). A Conv with short dot products (depthwise) and the
+//     pools are straight-line sums/maxima over the window in the consumer's loop; other Convs go
+//     through im2col and the runtime GEMM into a local buffer, their consumers the epilogue
+//     (see conv.cpp). BatchNormalization's parameters and Conv's bias are read per channel.
+//   These nests run in the region's node order; each is outlined and, when its outer iterations
+//   write disjoint memory, split over the region's threads (see kernel_builder.h).
 // Within one loop nest each (value, index) is generated once; with several outputs each output has
 // its own loop nest and values they share are computed again in each. Buffer arguments are
 // `noalias`: outputs must not overlap inputs.
@@ -46,8 +52,9 @@ namespace sgraph::jit {
 // Gather); whether a node of them compiles also depends on its parameters being constants.
 bool maps_indices(OpKind op);
 
-// True for the ops whose value the compiler materialises into kernel-local buffers before the
-// loop nests that read it: reductions, Softmax/LogSoftmax, LayerNormalization, MatMul/Gemm.
+// True for the ops the compiler prepares with nests (and kernel-local buffers) of their own before
+// the loop nests that read them: reductions, GlobalAveragePool, Softmax/LogSoftmax,
+// LayerNormalization, MatMul/Gemm, Conv, MaxPool, AveragePool.
 bool materialises(OpKind op);
 
 // Why the region cannot be compiled, naming the first node at fault (an op with no element

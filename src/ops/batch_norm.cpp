@@ -1,13 +1,18 @@
 // BatchNormalization, inference form: per channel (dim 1),
 //   Y = (X - input_mean) / sqrt(input_var + epsilon) * scale + B
 // folded into one multiply-add per element. training_mode = 1 (batch statistics, running-mean
-// outputs) is not supported.
+// outputs) is not supported. In a JIT region the parameters are operands read at the element's
+// channel (the region compiler broadcasts them along dim 1, see src/jit/conv.cpp), so a
+// normalisation fuses with the Conv before it and the activation after it.
 #include <cmath>
 
+#include "jit/element.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
 namespace {
+
+using llvm::Value;
 
 void check_inference(const Node& node) {
   SG_CHECK(node.attrs.get_int("training_mode", 0) == 0)
@@ -54,15 +59,30 @@ void batch_norm(KernelCtx& c) {
   }
 }
 
+// x * a + b with a = scale / sqrt(var + eps) and b = B - mean * a made in f64 and rounded to
+// X's type, as the reference kernel makes them (per channel, so hoisted out of the inner loop).
+llvm::Value* emit_batch_norm(ElementCtx& c, Operands x) {
+  if (!c.is_float()) return nullptr;
+  llvm::IRBuilderBase& b = c.b;
+  llvm::Type* f64 = b.getDoubleTy();
+  const auto wide = [&](size_t i) { return b.CreateFPCast(x[i], f64); };
+  Value* var =
+      b.CreateFAdd(wide(4), llvm::ConstantFP::get(f64, c.attrs().get_float("epsilon", 1e-5)));
+  Value* m = b.CreateFDiv(wide(1), c.intrinsic(llvm::Intrinsic::sqrt, var));
+  Value* add = b.CreateFSub(wide(2), b.CreateFMul(wide(3), m));
+  llvm::Type* t = x[0]->getType();
+  return b.CreateFAdd(b.CreateFMul(x[0], b.CreateFPCast(m, t)), b.CreateFPCast(add, t));
+}
+
 }  // namespace
 
 // BatchNormalization(X, scale, B, input_mean, input_var) {epsilon = 1e-5, momentum (unused),
 // training_mode = 0}. Up to 3 outputs are accepted so that asking for the training outputs gets
 // a clear error rather than an arity one.
 extern const OpDef kBatchNormalization;
-const OpDef kBatchNormalization{
-    "BatchNormalization", 5, 5, 1, 3, types_batch_norm, shapes_batch_norm, [](KernelCtx& c) {
-      visit_float(c.in[0].dtype(), [&]<class T>() { batch_norm<T>(c); });
-    }};
+const OpDef kBatchNormalization = with_element(
+    emit_batch_norm,
+    {"BatchNormalization", 5, 5, 1, 3, types_batch_norm, shapes_batch_norm,
+     [](KernelCtx& c) { visit_float(c.in[0].dtype(), [&]<class T>() { batch_norm<T>(c); }); }});
 
 }  // namespace sgraph::ops

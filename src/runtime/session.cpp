@@ -230,9 +230,7 @@ struct Session::Impl {
       ++p.compiles;
       compile_ms_total += c.compile_ms;
       ++compilations;
-      if (cache) cache->emplace(key, c.kernel.fn);
-      SG_LOG(2) << "compiled " << name << " (" << p.region.nodes.size() << " ops) in "
-                << c.compile_ms << " ms";
+      if (cache) cache->emplace(key, c.kernel.fn);  // (compile_region logs the compile time)
     } catch (const Error& e) {
       p.why_interpreted = e.what();
     }

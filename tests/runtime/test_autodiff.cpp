@@ -179,7 +179,7 @@ TEST_CASE("autodiff: only nodes between the parameters and the loss are differen
   b.output(g[0], "dw");
   Session s(b.build(), SessionOptions{.interpret_only = true});
   const Tensor xv = uniform({2, 3}, 1), wv = uniform({3}, 2);
-  const Tensor dw = s.run({xv, wv})[0];
+  const Tensor dw = s.run(std::vector<Tensor>{xv, wv})[0];
   for (int64_t j = 0; j < 3; ++j)  // d/dw_j sum_i erf(x_ij) w_j = sum_i erf(x_ij)
     CHECK(
         dw.at_double(j) ==
@@ -210,6 +210,11 @@ TEST_CASE("autodiff: user errors") {
       b.cast(b.constant("axes_f", Tensor::from<float>({1}, {1})), Attributes{{"to", int64_t{7}}});
   const ValueId r = b.reduce_sum(b.mul(x, w), axes, Attributes{{"keepdims", int64_t{0}}});
   const ValueId loss3 = b.reduce_sum(r, Attributes{{"keepdims", int64_t{0}}});
+  b.graph().values[loss3].shape = DimList{};  // a scalar, which inference cannot tell here
+  CHECK(contains(
+      error_of([&] { append_gradients(b, loss3, {w}); }),
+      "cannot differentiate: the rank of value '" + b.graph().values[r].name + "' is unknown"));
+  b.graph().values[r].shape = DimList{2};
   CHECK(contains(error_of([&] { append_gradients(b, loss3, {w}); }),
                  "cannot differentiate: the axes input is not a constant"));
 }

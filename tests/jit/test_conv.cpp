@@ -1,0 +1,285 @@
+// Conv, MaxPool, AveragePool, GlobalAveragePool and BatchNormalization inside regions, alone and
+// in the chains CNNs are made of, compared with the interpreter: direct and im2col + GEMM convs,
+// groups and depthwise, pads / strides / dilations / auto_pad / ceil_mode, 1-D to 3-D, inputs
+// read in place or computed in the region, f64, and split over threads.
+#include "jit/region_test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::test::region;
+
+namespace {
+
+struct ConvCase {
+  const char* what;
+  Shape x, w;
+  Attributes attrs;
+};
+
+Attributes window(Ints pads, Ints strides = {}, Ints dilations = {}) {
+  Attributes a;
+  if (!pads.empty()) a.set("pads", std::move(pads));
+  if (!strides.empty()) a.set("strides", std::move(strides));
+  if (!dilations.empty()) a.set("dilations", std::move(dilations));
+  return a;
+}
+
+Attributes with(Attributes a, const std::string& name, AttrValue v) {
+  a.set(name, std::move(v));
+  return a;
+}
+
+// K = C/group * prod(kernel) decides the way: <= 32 direct, else im2col + GEMM.
+const std::vector<ConvCase> kConvCases = {
+    {"direct 3x3 pads 1 (K 27)", {1, 3, 9, 11}, {8, 3, 3, 3}, window({1, 1, 1, 1})},
+    {"GEMM 3x3 pads 1 (K 45), batch 2", {2, 5, 9, 11}, {7, 5, 3, 3}, window({1, 1, 1, 1})},
+    {"depthwise stride 2",
+     {1, 6, 10, 7},
+     {6, 1, 3, 3},
+     with(window({1, 1, 1, 1}, {2, 2}), "group", int64_t{6})},
+    {"depthwise 5x5 multiplier 2",
+     {2, 3, 8, 9},
+     {6, 1, 5, 5},
+     with(window({2, 2, 2, 2}), "group", int64_t{3})},
+    {"direct groups 4, dilation 2",
+     {1, 8, 7, 7},
+     {16, 2, 3, 3},
+     with(window({2, 2, 2, 2}, {}, {2, 2}), "group", int64_t{4})},
+    {"GEMM groups 4, stride 2",
+     {1, 16, 8, 9},
+     {12, 4, 3, 3},
+     with(window({1, 1, 1, 1}, {2, 2}), "group", int64_t{4})},
+    {"GEMM 1x1 (the input is the matrix)", {1, 33, 5, 6}, {17, 33, 1, 1}, {}},
+    {"GEMM 1x1 stride 2", {2, 40, 5, 6}, {8, 40, 1, 1}, window({}, {2, 2})},
+    {"GEMM no pads, rectangular kernel", {1, 9, 8, 7}, {5, 9, 2, 3}, {}},
+    {"asymmetric pads", {1, 2, 6, 7}, {3, 2, 3, 3}, window({0, 1, 2, 0})},
+    {"SAME_UPPER stride 2 even kernel",
+     {1, 4, 9, 8},
+     {5, 4, 4, 2},
+     with(window({}, {2, 2}), "auto_pad", std::string("SAME_UPPER"))},
+    {"SAME_LOWER GEMM",
+     {1, 6, 7, 5},
+     {4, 6, 4, 3},
+     with(window({}, {2, 1}), "auto_pad", std::string("SAME_LOWER"))},
+    {"VALID dilated",
+     {1, 3, 11, 9},
+     {2, 3, 3, 2},
+     with(window({}, {1, 2}, {3, 2}), "auto_pad", std::string("VALID"))},
+    {"1-D direct", {2, 4, 13}, {5, 4, 3}, window({1, 1}, {}, {2})},
+    {"1-D GEMM", {1, 12, 17}, {6, 12, 5}, window({2, 1}, {3})},
+    {"3-D", {1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, window({1, 0, 1, 0, 1, 1})},
+};
+
+Tensor rnd(DType t, const Shape& s, uint32_t seed) { return random_of(t, s, seed, -1, 1); }
+
+// x -> [x * 1.5 when computed] -> Conv(., W, B?) -> [Relu], f32 or f64.
+void check_conv(const ConvCase& c, DType t, bool computed, bool bias, bool relu, int threads = 1) {
+  INFO(c.what << (computed ? ", computed input" : "") << (bias ? ", bias" : "")
+              << (relu ? ", relu" : "") << ", " << dtype_name(t) << ", threads " << threads);
+  GraphBuilder b;
+  ValueId x = b.input("x", t, to_dims(c.x));
+  if (computed) x = b.mul(x, b.constant("k", rnd(t, {1}, 9)));
+  std::vector<ValueId> in = {x, b.constant("w", rnd(t, c.w, 2))};
+  if (bias) in.push_back(b.constant("b", rnd(t, {c.w[0]}, 3)));
+  ValueId y = b.node(OpKind::Conv, in, c.attrs).front();
+  if (relu) y = b.relu(y);
+  b.output(y);
+  const bool f64 = t == DType::f64;
+  check_region(b.build(), {rnd(t, c.x, 1)}, f64 ? 1e-12 : 1e-4, f64 ? 1e-12 : 1e-5, threads);
+}
+
+// A BatchNormalization's parameters (scale > 0, var > 0), as constants of dtype t.
+std::vector<ValueId> bn_params(GraphBuilder& b, DType t, int64_t c, uint32_t seed) {
+  return {b.constant("", random_of(t, {c}, seed, 0.5, 1.5)),
+          b.constant("", random_of(t, {c}, seed + 1, -1, 1)),
+          b.constant("", random_of(t, {c}, seed + 2, -1, 1)),
+          b.constant("", random_of(t, {c}, seed + 3, 0.1, 2))};
+}
+
+ValueId batch_norm(GraphBuilder& b, ValueId x, const std::vector<ValueId>& p) {
+  return b.node(OpKind::BatchNormalization, {x, p[0], p[1], p[2], p[3]}, {{"epsilon", 1e-3}})
+      .front();
+}
+
+ValueId conv(GraphBuilder& b, ValueId x, DType t, const Shape& w, Attributes a, uint32_t seed,
+             bool bias = true) {
+  std::vector<ValueId> in = {x, b.constant("", rnd(t, w, seed))};
+  if (bias) in.push_back(b.constant("", rnd(t, {w[0]}, seed + 1)));
+  return b.node(OpKind::Conv, in, std::move(a)).front();
+}
+
+}  // namespace
+
+TEST_CASE("JIT Conv: direct and GEMM, every window option, vs the interpreter") {
+  for (const ConvCase& c : kConvCases) {
+    check_conv(c, DType::f32, false, true, false);
+    check_conv(c, DType::f32, true, false, true);
+  }
+}
+
+TEST_CASE("JIT Conv: f64, and split over threads") {
+  for (const ConvCase& c : kConvCases) check_conv(c, DType::f64, true, true, false);
+  for (size_t i : {0, 1, 2, 5, 6}) check_conv(kConvCases[i], DType::f32, false, true, true, 3);
+  check_conv({"GEMM, large", {2, 16, 30, 31}, {32, 16, 3, 3}, window({1, 1, 1, 1})}, DType::f32,
+             true, true, true, 3);
+}
+
+TEST_CASE("JIT Conv: weights and bias computed in the region, or region inputs") {
+  for (const ConvCase& c : {kConvCases[0], kConvCases[1], kConvCases[6]}) {
+    INFO(c.what);
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, to_dims(c.x));
+    const ValueId w = b.mul(b.input("w", DType::f32, to_dims(c.w)), b.scalar(0.5f));
+    const ValueId bias = b.input("b", DType::f32, {c.w[0]});
+    b.output(b.node(OpKind::Conv, {x, w, bias}, c.attrs).front());
+    check_region(b.build(),
+                 {rnd(DType::f32, c.x, 1), rnd(DType::f32, c.w, 2), rnd(DType::f32, {c.w[0]}, 3)},
+                 1e-4, 1e-5);
+  }
+}
+
+TEST_CASE("JIT BatchNormalization: per-channel parameters, constants or inputs, any rank") {
+  for (const Shape& s : {Shape{2, 5, 7, 9}, Shape{3, 4}, Shape{2, 3, 11}, Shape{1, 1, 4, 4}}) {
+    INFO(shape_str(s));
+    for (DType t : {DType::f32, DType::f64}) {
+      GraphBuilder b;
+      const ValueId x = b.input("x", t, to_dims(s));
+      b.output(b.relu(batch_norm(b, x, bn_params(b, t, s[1], 10))));
+      check_region(b.build(), {rnd(t, s, 1)}, 1e-6, 1e-6);
+    }
+    GraphBuilder b;  // parameters as region inputs, in f64 for an f32 X
+    const ValueId x = b.input("x", DType::f32, to_dims(s));
+    std::vector<ValueId> p;
+    std::vector<Tensor> feeds = {rnd(DType::f32, s, 1)};
+    for (int i = 0; i < 4; ++i) {
+      p.push_back(b.input("p" + std::to_string(i), DType::f64, {s[1]}));
+      feeds.push_back(random_of(DType::f64, {s[1]}, 20 + i, 0.5, 1.5));
+    }
+    b.output(batch_norm(b, x, p));
+    check_region(b.build(), feeds, 1e-6, 1e-6);
+  }
+  {  // a parameter also read elementwise (broadcast along the last dim, C == W)
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {2, 3, 4, 3});
+    const std::vector<ValueId> p = bn_params(b, DType::f32, 3, 30);
+    b.output(b.add(batch_norm(b, x, p), p[0]));
+    check_region(b.build(), {rnd(DType::f32, {2, 3, 4, 3}, 1)}, 1e-6, 1e-6);
+  }
+}
+
+TEST_CASE("JIT pools: MaxPool and AveragePool windows, every option, vs the interpreter") {
+  struct PoolCase {
+    Shape x;
+    Attributes attrs;
+  };
+  const auto k = [](Ints kernel, Attributes a) {
+    return with(std::move(a), "kernel_shape", kernel);
+  };
+  const std::vector<PoolCase> cases = {
+      {{1, 4, 9, 11}, k({3, 3}, window({1, 1, 1, 1}, {2, 2}))},
+      {{2, 3, 8, 8}, k({2, 2}, window({}, {2, 2}))},
+      {{1, 2, 10, 10}, with(k({3, 3}, window({}, {2, 2})), "ceil_mode", int64_t{1})},
+      {{1, 2, 9, 10}, with(k({3, 2}, window({1, 0, 1, 1}, {2, 3})), "ceil_mode", int64_t{1})},
+      {{1, 3, 9, 9}, k({2, 2}, window({1, 1, 1, 1}, {1, 1}, {2, 3}))},
+      {{1, 2, 2, 5}, k({3, 3}, window({}, {2, 2}))},            // overhang: one clipped window
+      {{1, 2, 5, 6}, k({2, 2}, window({2, 2, 0, 0}, {1, 1}))},  // windows of padding only
+      {{1, 2, 7, 8}, with(k({3, 3}, window({}, {2, 2})), "auto_pad", std::string("SAME_UPPER"))},
+      {{1, 2, 7, 8}, with(k({4, 3}, window({}, {3, 2})), "auto_pad", std::string("SAME_LOWER"))},
+      {{2, 3, 17}, k({3}, window({1, 1}, {2}))},
+      {{1, 2, 4, 5, 6}, k({2, 2, 3}, window({1, 0, 0, 0, 1, 1}, {2, 2, 2}))},
+  };
+  for (const PoolCase& c : cases) {
+    for (OpKind op : {OpKind::MaxPool, OpKind::AveragePool})
+      for (int include_pad = 0; include_pad < (op == OpKind::AveragePool ? 2 : 1); ++include_pad)
+        for (bool computed : {false, true})
+          for (DType t : {DType::f32, DType::f64}) {
+            INFO(op_name(op) << " " << shape_str(c.x) << " count_include_pad " << include_pad
+                             << (computed ? " computed input " : " ") << dtype_name(t));
+            GraphBuilder b;
+            ValueId x = b.input("x", t, to_dims(c.x));
+            if (computed) x = b.sub(x, b.constant("k", rnd(t, {1}, 5)));
+            Attributes a = c.attrs;
+            if (op == OpKind::AveragePool) a.set("count_include_pad", int64_t{include_pad});
+            b.output(b.node(op, {x}, a).front());
+            check_region(b.build(), {rnd(t, c.x, 1)}, 1e-6, 1e-6, computed ? 3 : 1);
+          }
+  }
+}
+
+TEST_CASE("JIT MaxPool: integers, and the Indices output is not compiled") {
+  for (DType t : {DType::u8, DType::i8}) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", t, {1, 3, 7, 6});
+    b.output(b.max_pool(
+        x, Attributes{
+               {"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}));
+    check_region_same(b.build(), {random_of(t, {1, 3, 7, 6}, 1, t == DType::u8 ? 0 : -100, 100)});
+  }
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {1, 1, 4, 4});
+  const auto outs = b.node(OpKind::MaxPool, {x}, {{"kernel_shape", Ints{2, 2}}}, 2);
+  b.output(outs[0]);
+  b.output(outs[1]);
+  const Graph g = b.build();
+  CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "(MaxPool): several outputs"));
+}
+
+TEST_CASE("JIT GlobalAveragePool: a mean over the spatial dims") {
+  for (const Shape& s :
+       {Shape{2, 5, 7, 9}, Shape{2, 3, 11}, Shape{1, 4, 1, 1}, Shape{1, 2, 3, 4, 5}})
+    for (DType t : {DType::f32, DType::f64}) {
+      INFO(shape_str(s) << " " << dtype_name(t));
+      GraphBuilder b;
+      const ValueId x = b.input("x", t, to_dims(s));
+      b.output(b.global_average_pool(b.relu(x)));
+      check_region(b.build(), {rnd(t, s, 1)}, 1e-6, 1e-7);
+    }
+}
+
+TEST_CASE("JIT CNN chains: conv -> BN -> relu -> pool, depthwise blocks, residuals, heads") {
+  for (DType t : {DType::f32, DType::f64}) {
+    const double tol = t == DType::f64 ? 1e-12 : 1e-4;
+    for (int threads : {1, 3}) {
+      INFO(dtype_name(t) << ", threads " << threads);
+      {  // Conv (GEMM) -> BN -> Relu -> MaxPool 3x3 s2 p1
+        GraphBuilder b;
+        const ValueId x = b.input("x", t, {2, 6, 13, 11});
+        ValueId y = conv(b, x, t, {10, 6, 3, 3}, window({1, 1, 1, 1}), 1);
+        y = b.relu(batch_norm(b, y, bn_params(b, t, 10, 10)));
+        b.output(b.max_pool(y, with(window({1, 1, 1, 1}, {2, 2}), "kernel_shape", Ints{3, 3})));
+        check_region(b.build(), {rnd(t, {2, 6, 13, 11}, 2)}, tol, tol, threads);
+      }
+      {  // stem (direct) -> BN -> Relu -> depthwise -> BN -> Relu -> pointwise (GEMM) -> BN
+        GraphBuilder b;
+        const ValueId x = b.input("x", t, {1, 3, 17, 19});
+        ValueId y = conv(b, x, t, {8, 3, 3, 3}, window({1, 1, 1, 1}, {2, 2}), 1, false);
+        y = b.relu(batch_norm(b, y, bn_params(b, t, 8, 10)));
+        y = conv(b, y, t, {8, 1, 3, 3}, with(window({1, 1, 1, 1}), "group", int64_t{8}), 3, false);
+        y = b.relu(batch_norm(b, y, bn_params(b, t, 8, 20)));
+        y = conv(b, y, t, {40, 8, 1, 1}, {}, 5, false);
+        b.output(batch_norm(b, y, bn_params(b, t, 40, 30)));
+        check_region(b.build(), {rnd(t, {1, 3, 17, 19}, 2)}, tol, tol, threads);
+      }
+      {  // residual: x + BN(Conv(Relu(BN(Conv(x))))), both convs GEMM, then MaxPool 2x2 (no copy)
+        GraphBuilder b;
+        const ValueId x = b.input("x", t, {1, 12, 9, 10});
+        ValueId y = conv(b, x, t, {12, 12, 3, 3}, window({1, 1, 1, 1}), 1);
+        y = b.relu(batch_norm(b, y, bn_params(b, t, 12, 10)));
+        y = batch_norm(b, conv(b, y, t, {12, 12, 3, 3}, window({1, 1, 1, 1}), 3),
+                       bn_params(b, t, 12, 20));
+        y = b.relu(b.add(x, y));
+        b.output(y);
+        b.output(b.max_pool(y, with(window({}, {2, 2}), "kernel_shape", Ints{2, 2})));
+        check_region(b.build(), {rnd(t, {1, 12, 9, 10}, 2)}, tol, tol, threads);
+      }
+      {  // head: GlobalAveragePool -> Flatten -> Gemm, after a direct conv
+        GraphBuilder b;
+        const ValueId x = b.input("x", t, {3, 4, 6, 7});
+        const ValueId y = b.relu(conv(b, x, t, {9, 4, 2, 2}, {}, 1));
+        const ValueId f = b.flatten(b.global_average_pool(y));
+        b.output(b.gemm(f, b.constant("", rnd(t, {5, 9}, 3)), b.constant("", rnd(t, {5}, 4)),
+                        Attributes{{"transB", int64_t{1}}}));
+        check_region(b.build(), {rnd(t, {3, 4, 6, 7}, 2)}, tol, tol, threads);
+      }
+    }
+  }
+}
