@@ -108,16 +108,14 @@ void print_summary(FILE* out, const Report& r) {
     compiled_ops += o.region >= 0;
     if (!o.stable) ++changed[std::string(op_name(o.op))];
   }
-  std::fprintf(out,
-               "\nstep graph '%s': %zu ops; %d stable (weights, gradients of weights, optimizer "
-               "updates), %zu changed with the batch size\n",
+  std::fprintf(out, "\nstep graph '%s': %zu ops, %d stable over the warm-up, %zu changed\n",
                r.graph.c_str(), r.ops.size(), stable, r.ops.size() - stable);
-  std::fprintf(out, "compiled: %zu regions covering %d ops, %zu steps per training step\n",
+  std::fprintf(out, "compiled: %zu regions covering %d ops; %zu steps per training step\n",
                r.regions.size(), compiled_ops, r.steps);
   for (const RegionReport& reg : r.regions)
     std::fprintf(out,
                  "  region %d: %zu ops (%s ... %s), compiled %dx%s, %lld kernel calls, %lld "
-                 "fallbacks to the interpreter\n",
+                 "fallbacks to the interpreter (other batch sizes)\n",
                  reg.id, reg.nodes.size(), reg.nodes.front().c_str(), reg.nodes.back().c_str(),
                  reg.compiles, reg.cache_hit ? " (kernel shared)" : "",
                  static_cast<long long>(reg.kernel_calls),
@@ -125,7 +123,8 @@ void print_summary(FILE* out, const Report& r) {
   std::string ops;
   for (const auto& [name, count] : changed)
     ops += (ops.empty() ? "" : ", ") + name + " x" + std::to_string(count);
-  std::fprintf(out, "interpreted (shapes follow the batch): %s\n", ops.empty() ? "-" : ops.c_str());
+  std::fprintf(out, "changed ops, interpreted on every step: %s\n",
+               ops.empty() ? "-" : ops.c_str());
   std::fprintf(out, "re-plans after guard misses: %d; kernel calls %lld, guard misses %lld\n",
                r.replans, static_cast<long long>(r.kernel_calls),
                static_cast<long long>(r.guard_misses));

@@ -30,7 +30,10 @@ struct SessionOptions {
   int warmup_runs = 3;          // interpreted, profiled runs before planning
   int min_region_ops = 2;       // smallest region worth compiling
   bool interpret_only = false;  // no profiling, no planning: every run interprets
-  int max_guard_misses = 4;     // misses of one region before its changed ops are re-planned
+  // A region's changed ops are re-planned once it has missed its guard this many times since it
+  // was planned AND at least as often as its kernel ran: an occasional other shape (an epoch's
+  // smaller last batch) keeps the kernel and just falls back for that call.
+  int max_guard_misses = 4;
   bool jit = true;              // compile regions (else they are planned but interpreted)
   int threads = 0;              // max threads per region kernel; 0 = hardware concurrency
   CompileMode mode = CompileMode::profile_guided;  // per_signature: no warm-up, no re-plans

@@ -111,35 +111,44 @@ Index KernelBuilder::channel_index(const Node& n, ValueId v, const Index& idx) {
   return {idx[1]};
 }
 
+namespace {
+// The window of a Conv (weights `ws`, `group`) or pool node, checked against the shapes given.
+ops::Window window_of(const Node& n, const Shape& xs, const Shape* ws, int64_t group,
+                      const Shape& out) {
+  SG_CHECK(xs.size() >= 3) << node_str(n) << ": input shape " << shape_str(xs)
+                           << " is not [N, C, spatial...]";
+  const Ints in(xs.begin() + 2, xs.end());
+  Shape expect = {xs[0], xs[1]};
+  ops::Window w;
+  if (ws) {
+    SG_CHECK(ws->size() == xs.size() && group >= 1 && (*ws)[0] % group == 0 &&
+             (*ws)[1] * group == xs[1])
+        << node_str(n) << ": weights " << shape_str(*ws) << " with group " << group
+        << " do not fit input " << shape_str(xs);
+    w = ops::forward_window(n.attrs, in, Ints(ws->begin() + 2, ws->end()));
+    expect[1] = (*ws)[0];
+  } else {
+    SG_CHECK(n.attrs.has("kernel_shape")) << node_str(n) << ": no kernel_shape";
+    w = ops::forward_window(n.attrs, in,
+                            ops::read_spatial(n.attrs, "kernel_shape", in.size(), 0, 1),
+                            n.attrs.get_int("ceil_mode", 0) != 0, /*clip_last=*/true);
+  }
+  SG_CHECK(numel(w.kernel) > 0) << node_str(n) << ": an empty kernel";
+  expect.insert(expect.end(), w.out.begin(), w.out.end());
+  SG_CHECK(out == expect) << node_str(n) << ": output shape " << shape_str(out) << " is not "
+                          << shape_str(expect) << " for input " << shape_str(xs);
+  return w;
+}
+}  // namespace
+
 void KernelBuilder::allocate_window(const Node& n) {
   WindowPlan p;
   const ValueId x = n.inputs[0];
   const Shape& xs = shapes_.at(x);
   const Shape& out = shapes_.at(n.outputs[0]);
-  SG_CHECK(xs.size() >= 3) << node_str(n) << ": input shape " << shape_str(xs)
-                           << " is not [N, C, spatial...]";
-  const Ints in(xs.begin() + 2, xs.end());
-  Shape expect = {xs[0], xs[1]};
   const bool conv = n.op == OpKind::Conv;
-  if (conv) {
-    const Shape& ws = shapes_.at(n.inputs[1]);
-    p.group = n.attrs.get_int("group", 1);
-    SG_CHECK(ws.size() == xs.size() && p.group >= 1 && ws[0] % p.group == 0 &&
-             ws[1] * p.group == xs[1])
-        << node_str(n) << ": weights " << shape_str(ws) << " with group " << p.group
-        << " do not fit input " << shape_str(xs);
-    p.w = ops::forward_window(n.attrs, in, Ints(ws.begin() + 2, ws.end()));
-    expect[1] = ws[0];
-  } else {
-    SG_CHECK(n.attrs.has("kernel_shape")) << node_str(n) << ": no kernel_shape";
-    p.w = ops::forward_window(n.attrs, in,
-                              ops::read_spatial(n.attrs, "kernel_shape", in.size(), 0, 1),
-                              n.attrs.get_int("ceil_mode", 0) != 0, /*clip_last=*/true);
-  }
-  SG_CHECK(numel(p.w.kernel) > 0) << node_str(n) << ": an empty kernel";
-  expect.insert(expect.end(), p.w.out.begin(), p.w.out.end());
-  SG_CHECK(out == expect) << node_str(n) << ": output shape " << shape_str(out) << " is not "
-                          << shape_str(expect) << " for input " << shape_str(xs);
+  if (conv) p.group = n.attrs.get_int("group", 1);
+  p.w = window_of(n, xs, conv ? &shapes_.at(n.inputs[1]) : nullptr, p.group, out);
   const ops::Window& w = p.w;
   const int64_t dot = conv ? shapes_.at(n.inputs[1])[1] * numel(w.kernel) : 0;
   p.gemm = dot > kDirectMax;

@@ -1,5 +1,6 @@
 // View ops — Identity, Reshape, Flatten, Squeeze, Unsqueeze. Each only computes the output shape;
 // the interpreter makes output 0 a view of input 0's buffer (OpDef::view), so no kernel runs.
+// Their gradient is the output's gradient viewed with the input's shape.
 #include <algorithm>
 #include <optional>
 

@@ -189,6 +189,7 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
   }
   r.fn(buffers.data(), nullptr, r.ctx.get());
   ++r.kernel_calls;
+  ++r.hits_since_plan;
 }
 
 std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,

@@ -45,7 +45,7 @@ struct RegionPlan {
   std::shared_ptr<KernelContext> ctx;
   // Counters while serving.
   int64_t kernel_calls = 0, guard_misses = 0;
-  int64_t misses_since_plan = 0;
+  int64_t misses_since_plan = 0, hits_since_plan = 0;
   // Outputs outside the arena (graph outputs, values a view ties to one): the previous call's
   // buffers, reused for the next call when nothing else holds them (writing into fresh large
   // allocations costs page faults that can exceed the kernel).

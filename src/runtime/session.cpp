@@ -94,7 +94,10 @@ struct Session::Impl {
     std::vector<Tensor> out = exec->run(inputs, obs);
     const bool replan_due = std::any_of(
         exec->regions().begin(), exec->regions().end(),
-        [&](const RegionPlan& r) { return r.misses_since_plan >= options.max_guard_misses; });
+        [&](const RegionPlan& r) {
+          return r.misses_since_plan >= options.max_guard_misses &&
+                 r.misses_since_plan >= r.hits_since_plan;
+        });
     if (replan_due) {
       for (auto& [node, what] : serving->take()) tracker->mark_changed(node, runs, what);
       ++replans;
@@ -116,7 +119,7 @@ struct Session::Impl {
       auto same = std::find_if(old.begin(), old.end(),
                                [&](const RegionPlan& p) { return p.region.nodes == r.nodes; });
       if (same != old.end()) {  // unchanged region: keep its kernel and counters
-        same->misses_since_plan = 0;
+        same->misses_since_plan = same->hits_since_plan = 0;
         plans.push_back(std::move(*same));
         continue;
       }

@@ -1,7 +1,6 @@
 // The training-step graph (forward, loss, backward, optimizer update) and the Trainer that runs it
 // step after step, handing each step's updated parameters and state to the next (sgraph/train.h).
 #include <algorithm>
-#include <set>
 
 #include "runtime/optimizer.h"
 #include "sgraph/train.h"

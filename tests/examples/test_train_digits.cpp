@@ -1,6 +1,8 @@
 // The digits training demo end to end: autodiff, Adam/SGD, the Trainer, the JIT with a smaller
 // last batch per epoch. A broken gradient or update cannot reach these accuracies (chance is 10%,
 // a linear model without training ~10%, the trained MLP ~98-99%).
+#include <algorithm>
+
 #include "digits.h"
 #include "test_util.h"
 
@@ -29,20 +31,22 @@ TEST_CASE("train_digits: Adam reaches 95% test accuracy; weight updates stay com
   CHECK(r.train_size + r.test_size == 1797);
   CHECK(r.epochs.back().loss < r.epochs.front().loss / 5);
   CHECK(r.epochs.back().test_accuracy >= 0.95);
-  // The batch-dependent ops fell back when the last batch was smaller and were re-planned as
-  // changed; the parameter updates stayed in compiled regions, each compiled once.
-  int changed = 0;
-  for (const OpReport& o : r.report.ops) changed += !o.stable;
-  CHECK(changed > 0);
+  // Warm-up saw batches of 64 only, so the whole step compiled. The smaller last batch of each
+  // epoch misses the guards and falls back to the interpreter; being rare (1 call in 23) it does
+  // not get the kernel re-planned away. Each region compiled once.
   REQUIRE(!r.report.regions.empty());
+  CHECK(r.report.replans == 0);
   bool updates_compiled = false;
+  int64_t misses = 0;
   for (const RegionReport& reg : r.report.regions) {
     CHECK_MESSAGE(reg.compiled, reg.why_interpreted);
     CHECK(reg.compiles == 1);
-    CHECK(reg.kernel_calls > 0);
+    CHECK(reg.kernel_calls > 10 * reg.guard_misses);
+    misses = std::max(misses, reg.guard_misses);
     for (const std::string& n : reg.nodes)
       updates_compiled |= n.find("w1.next") != std::string::npos;
   }
+  CHECK(misses == 12);  // one per epoch
   CHECK(updates_compiled);
 }
 

@@ -164,8 +164,10 @@ class GraphGen {
     Val r;
     if (kind < 36)
       r = binary();
-    else if (kind < 68)
+    else if (kind < 62)
       r = unary();
+    else if (kind < 68)
+      r = cnn_op();
     else if (kind < 80)
       r = index_op();
     else if (kind < 88)
@@ -449,6 +451,68 @@ class GraphGen {
     t.insert(t.end(), x.shape.begin() + a + 1, x.shape.end());
     const ValueId iv = b_.constant("", Tensor::from<int64_t>(is, idx));
     return made(b_.gather(x.id, iv, Attributes{{"axis", a}}), t, x.bound, x.exact);
+  }
+
+  // A CNN op on x seen as [N, C, spatial...]: BatchNormalization (rank >= 2), or on rank >= 3
+  // GlobalAveragePool, Conv (groups, bias or not), MaxPool or AveragePool over windows of random
+  // kernel, pads, strides and dilations.
+  Val cnn_op() {
+    std::vector<Val> images;  // values of rank >= 3, preferred
+    for (const Val& v : vals_)
+      if (v.shape.size() >= 3) images.push_back(v);
+    const Val x = tame(images.empty() || chance(0.2) ? pick()
+                       : chance(0.5)                 ? images.back()
+                                                     : one_of(images));
+    const Shape& s = x.shape;
+    const int rank = static_cast<int>(s.size());
+    if (rank < 2) return unary();
+    const int64_t c = s[1];
+    const auto constant = [&](const Shape& cs, float lo, float hi) {
+      return b_.constant("", test::random_f32(cs, static_cast<uint32_t>(rng_()), lo, hi));
+    };
+    const int kind = rank == 2 ? 0 : uniform(0, 4);
+    if (kind == 0) {  // scale, B, mean, var
+      const ValueId y = b_.node(OpKind::BatchNormalization,
+                                {x.id, constant({c}, 0.5f, 1.5f), constant({c}, -1, 1),
+                                 constant({c}, -1, 1), constant({c}, 0.5f, 2)})
+                            .front();
+      return made(y, s, 2.2 * (x.bound + 1) + 1, false);
+    }
+    if (kind == 1) {
+      Shape t = s;
+      std::fill(t.begin() + 2, t.end(), 1);
+      return made(b_.global_average_pool(x.id), t, x.bound, false);
+    }
+    Ints kernel, strides, dilations, pads(2 * (rank - 2));
+    Shape t = {s[0], c};
+    for (int d = 0; d < rank - 2; ++d) {
+      const int64_t n = s[2 + d];
+      int64_t k = uniform(1, 3), dil = uniform(1, 2), b = uniform(0, 2), e = uniform(0, 2);
+      b = std::min(b, k - 1);
+      e = std::min(e, k - 1);
+      if ((k - 1) * dil + 1 > n + b + e) k = dil = 1, b = e = 0;
+      const int64_t st = uniform(1, 2);
+      kernel.push_back(k), strides.push_back(st), dilations.push_back(dil);
+      pads[d] = b, pads[d + rank - 2] = e;
+      t.push_back((n + b + e - (k - 1) * dil - 1) / st + 1);
+    }
+    Attributes a = {{"strides", strides}, {"dilations", dilations}, {"pads", pads}};
+    if (kind == 2) {  // Conv: weights [M, C / group, kernel...], M a multiple of group
+      const int64_t group = chance(0.5) ? 1 : c;
+      t[1] = group * uniform(1, 3);
+      if (numel(t) > kMaxNumel) t[1] = group;
+      Shape ws = {t[1], c / group};
+      ws.insert(ws.end(), kernel.begin(), kernel.end());
+      std::vector<ValueId> in = {x.id, constant(ws, -0.5f, 0.5f)};
+      if (chance(0.5)) in.push_back(constant({t[1]}, -0.5f, 0.5f));
+      a.set("group", group);
+      const double taps = static_cast<double>(numel(ws) / t[1]);
+      return made(b_.node(OpKind::Conv, in, a).front(), t, x.bound * taps * 0.5 + 0.5, false);
+    }
+    a.set("kernel_shape", kernel);
+    if (kind == 3) return made(b_.max_pool(x.id, a), t, x.bound, x.exact);
+    a.set("count_include_pad", int64_t{uniform(0, 1)});
+    return made(b_.average_pool(x.id, a), t, x.bound, false);
   }
 
   // An op the JIT cannot compile, so regions are split around it.

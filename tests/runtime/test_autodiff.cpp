@@ -149,7 +149,7 @@ TEST_CASE("autodiff: Gemm with every transA/transB, alpha, beta and C shapes") {
     }
 }
 
-TEST_CASE("autodiff: a value read by several nodes sums its gradients; an MLP compiles") {
+TEST_CASE("autodiff: a value read by several nodes sums its gradients, and an MLP compiles") {
   // x feeds Mul, Exp and the second Add: three contributions.
   const Build shared = [](GraphBuilder& b, const std::vector<ValueId>& in) {
     const ValueId x = in[0];
@@ -217,4 +217,18 @@ TEST_CASE("autodiff: user errors") {
   b.graph().values[r].shape = DimList{2};
   CHECK(contains(error_of([&] { append_gradients(b, loss3, {w}); }),
                  "cannot differentiate: the axes input is not a constant"));
+}
+
+TEST_CASE("GraphBuilder continues a graph: generated names skip the names it has") {
+  GraphBuilder first("g");
+  const ValueId x = first.input("x", DType::f32, {2});
+  first.output(first.add(x, first.scalar(1.0f)));  // node and value "add_0", constant "const_0"
+  GraphBuilder more(first.build());
+  const ValueId y = more.add(x, more.scalar(2.0f));
+  CHECK(more.graph().values[y].name == "add_1");
+  CHECK(more.graph().values[more.graph().nodes[1].inputs[1]].name == "const_1");
+  more.name_prefix("p/");
+  CHECK(more.graph().values[more.neg(y)].name == "p/neg_0");
+  more.output(y);
+  CHECK(more.build().nodes.size() == 3);
 }

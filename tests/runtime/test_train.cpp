@@ -211,7 +211,7 @@ TEST_CASE("train: an MLP learns a separable problem with SGD and with Adam") {
   }
 }
 
-TEST_CASE("train: a smaller last batch falls back where the batch matters; updates stay compiled") {
+TEST_CASE("train: a smaller last batch falls back where the batch matters, updates stay compiled") {
   const Data d = toy(200, 6);
   Trainer t(mlp(), {.parameters = {"w1", "b1", "w2", "b2"},
                     .optimizer = Optimizer::adam(0.02),
