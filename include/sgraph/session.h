@@ -34,8 +34,8 @@ struct SessionOptions {
   // was planned AND at least as often as its kernel ran: an occasional other shape (an epoch's
   // smaller last batch) keeps the kernel and just falls back for that call.
   int max_guard_misses = 4;
-  bool jit = true;              // compile regions (else they are planned but interpreted)
-  int threads = 0;              // max threads per region kernel; 0 = hardware concurrency
+  bool jit = true;  // compile regions (else they are planned but interpreted)
+  int threads = 0;  // max threads per region kernel; 0 = hardware concurrency
   CompileMode mode = CompileMode::profile_guided;  // per_signature: no warm-up, no re-plans
 };
 

@@ -92,9 +92,8 @@ struct Session::Impl {
   std::vector<Tensor> serve(const std::vector<Tensor>& inputs, TimingObserver& timing) {
     OpObserver* obs[] = {&timing, serving.get()};
     std::vector<Tensor> out = exec->run(inputs, obs);
-    const bool replan_due = std::any_of(
-        exec->regions().begin(), exec->regions().end(),
-        [&](const RegionPlan& r) {
+    const bool replan_due =
+        std::any_of(exec->regions().begin(), exec->regions().end(), [&](const RegionPlan& r) {
           return r.misses_since_plan >= options.max_guard_misses &&
                  r.misses_since_plan >= r.hits_since_plan;
         });

@@ -1,6 +1,7 @@
 // Training: optimizer updates against hand-written references, an MLP learning a separable toy
 // problem with SGD and Adam, a smaller last batch (the update chains stay compiled while the
 // batch-dependent ops fall back), and the Trainer's user errors.
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -211,7 +212,7 @@ TEST_CASE("train: an MLP learns a separable problem with SGD and with Adam") {
   }
 }
 
-TEST_CASE("train: a smaller last batch falls back where the batch matters, updates stay compiled") {
+TEST_CASE("train: a smaller last batch falls back for that step, the step stays compiled") {
   const Data d = toy(200, 6);
   Trainer t(mlp(), {.parameters = {"w1", "b1", "w2", "b2"},
                     .optimizer = Optimizer::adam(0.02),
@@ -219,12 +220,17 @@ TEST_CASE("train: a smaller last batch falls back where the batch matters, updat
   train(t, d, 4);  // 28 steps: warm-up on full batches, then 4 smaller last batches
   const Report r = t.step_session().report();
   REQUIRE(r.planned);
-  CHECK(r.replans >= 1);
-  // The first layer reads the batch: it changed when the last batch came and runs interpreted.
-  CHECK_FALSE(op_named(r, "fc1").stable);
-  CHECK(op_named(r, "fc1").region == -1);
-  // Every parameter's update: stable, in a compiled region that ran its kernel on every step
-  // since the re-plan, small batches included, without a guard miss.
+  // Warm-up saw full batches only: every op stable. The smaller last batches miss the guards of
+  // the regions reading the batch and are interpreted for that step, but they are rare (1 step in
+  // 7), so nothing is re-planned and the kernels keep running for full batches.
+  CHECK(r.replans == 0);
+  CHECK(op_named(r, "fc1").stable);
+  CHECK(op_named(r, "fc1").region >= 0);
+  int64_t misses = 0;
+  for (const RegionReport& reg : r.regions) misses = std::max(misses, reg.guard_misses);
+  CHECK(misses == 4);
+  // Every parameter's update: stable, in a compiled region that ran its kernel on the full
+  // batches since planning.
   for (const std::string p : {"w1", "b1", "w2", "b2"}) {
     CAPTURE(p);
     int updates = 0;
@@ -236,8 +242,8 @@ TEST_CASE("train: a smaller last batch falls back where the batch matters, updat
       REQUIRE(o.region >= 0);
       const RegionReport& region = r.regions.at(o.region);
       CHECK(region.compiled);
-      CHECK(region.kernel_calls >= 7);
-      CHECK(region.guard_misses == 0);
+      CHECK(region.kernel_calls >= 20);
+      CHECK(region.guard_misses <= 4);
     }
     CHECK(updates >= 10);  // Adam's chain: moments, bias corrections, the step
   }
