@@ -3,29 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "onnx/backend_test.h"
+#include "runtime/session_graphs.h"
 #include "test_util.h"
 
 using namespace sgraph;
 using namespace sgraph::test;
 
 namespace {
-
-// x[batch,4] -> MatMul(x, Resize(Mul(Transpose(w), 2))) -> Add(b) -> Relu -> y. The weight
-// branch (Transpose, Mul) only ever sees constant shapes; the Resize (scale 1, so an identity)
-// is not compilable and keeps it apart from the batch-dependent region {fc, bias, y}.
-Graph mlp() {
-  GraphBuilder b("mlp");
-  ValueId x = b.input("x", DType::f32, {Dim("batch"), 4});
-  ValueId w = b.constant("w", random_f32({3, 4}, 1));
-  ValueId wt = b.node(OpKind::Transpose, {w}, {}, 1, "w_t")[0];
-  ValueId w2 = b.node(OpKind::Mul, {wt, b.scalar(2.0f)}, {}, 1, "w_scaled")[0];
-  ValueId ones = b.constant("ones", Tensor::from<float>({2}, {1, 1}));
-  ValueId wr = b.node(OpKind::Resize, {w2, kNoValue, ones}, {}, 1, "w_resized")[0];
-  ValueId h = b.node(OpKind::MatMul, {x, wr}, {}, 1, "fc")[0];
-  ValueId y = b.node(OpKind::Add, {h, b.constant("b", random_f32({3}, 2))}, {}, 1, "bias")[0];
-  b.output(b.node(OpKind::Relu, {y}, {}, 1, "act")[0], "y");
-  return b.build();
-}
 
 const OpReport& op(const Report& r, const std::string& node) {
   for (const OpReport& o : r.ops)
@@ -37,7 +21,7 @@ const OpReport& op(const Report& r, const std::string& node) {
 }  // namespace
 
 TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops form a region") {
-  Session s(mlp(), SessionOptions{.warmup_runs = 3});
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 3});
   CHECK_FALSE(s.planned());
   for (int64_t batch : {2, 2, 5}) s.run({random_f32({batch, 4}, 10)});
   REQUIRE(s.planned());
@@ -59,13 +43,13 @@ TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops
   CHECK(op(r, "w_t").region == 0);
   // Runs after planning still give correct results (interpreted until the JIT lands).
   const Tensor x = random_f32({7, 4}, 11);
-  Session ref(mlp(), SessionOptions{.interpret_only = true});
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   check_tensors_close(s.run({x})[0], ref.run({x})[0]);
   CHECK_FALSE(ref.planned());
 }
 
 TEST_CASE("Session: the same shapes every run leave every op stable; both regions compile") {
-  Session s(mlp(), SessionOptions{.warmup_runs = 2});
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 2});
   s.run({random_f32({3, 4}, 1)});
   s.run({random_f32({3, 4}, 2)});
   const Report r = s.report();
@@ -84,7 +68,7 @@ TEST_CASE("Session: the same shapes every run leave every op stable; both region
     CHECK(reg.compiles == 1);
   }
   // Served through the kernels, the results match the interpreter.
-  Session ref(mlp(), SessionOptions{.interpret_only = true});
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   for (uint32_t seed : {3, 4}) {
     const Tensor x = random_f32({3, 4}, seed);
     check_tensors_close(s.run({x})[0], ref.run({x})[0]);
@@ -93,9 +77,9 @@ TEST_CASE("Session: the same shapes every run leave every op stable; both region
 }
 
 TEST_CASE("Session: guard misses fall back, then re-plan only the changed region") {
-  Session s(mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
   for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
-  Session ref(mlp(), SessionOptions{.interpret_only = true});
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   for (uint32_t seed : {5, 6, 7}) {  // batch 6: the {bias, y} region's guard fails
     const Tensor x = random_f32({6, 4}, seed);
     check_tensors_close(s.run({x})[0], ref.run({x})[0]);
@@ -139,7 +123,7 @@ TEST_CASE("Session: the encoder block with a changing sequence length") {
 }
 
 TEST_CASE("Report: JSON and DOT carry the same decisions") {
-  Session s(mlp(), SessionOptions{.warmup_runs = 2});
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 2});
   for (int64_t batch : {2, 5}) s.run({random_f32({batch, 4}, 3)});
   const Report r = s.report();
   const auto j = nlohmann::json::parse(r.to_json());
@@ -164,9 +148,9 @@ TEST_CASE("Report: JSON and DOT carry the same decisions") {
 }
 
 TEST_CASE("Session: option errors and the report before planning") {
-  CHECK(contains(error_of([] { Session(mlp(), SessionOptions{.warmup_runs = 0}); }),
+  CHECK(contains(error_of([] { Session(split_mlp(), SessionOptions{.warmup_runs = 0}); }),
                  "warmup_runs must be at least 1"));
-  Session s(mlp());
+  Session s(split_mlp());
   s.run({random_f32({1, 4}, 1)});
   const Report r = s.report();
   CHECK_FALSE(r.planned);
@@ -237,8 +221,8 @@ TEST_CASE("Session: an occasional other shape falls back without losing the kern
   // Batch 3 nine calls in ten, batch 5 the tenth (an epoch's smaller last batch): the region
   // misses its guard each tenth call and is interpreted then, but it is never re-planned, since
   // its kernel runs far more often than it misses.
-  Session s(mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
-  Session ref(mlp(), SessionOptions{.interpret_only = true});
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
   for (uint32_t call = 0; call < 40; ++call) {
     const Tensor x = random_f32({call % 10 == 9 ? 5 : 3, 4}, 100 + call);

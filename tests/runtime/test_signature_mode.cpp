@@ -1,5 +1,6 @@
 // CompileMode::per_signature (the whole graph compiled per input signature) against the
 // interpreter and against the profile-guided mode: results, and how often each compiles.
+#include "runtime/session_graphs.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -7,23 +8,6 @@ using namespace sgraph::test;
 
 namespace {
 
-// x[batch,4] -> MatMul(x, Resize(Mul(Transpose(w), 2))) -> Add(b) -> Relu -> y. The Resize
-// (scale 1, an identity) is not compilable, so with every op stable the graph splits into two
-// regions: the weight branch {w_t, w_scaled} (constant shapes) and {fc, bias, y} (batch-shaped;
-// the Relu takes the name of its output).
-Graph mlp() {
-  GraphBuilder b("mlp");
-  ValueId x = b.input("x", DType::f32, {Dim("batch"), 4});
-  ValueId w = b.constant("w", random_f32({3, 4}, 1));
-  ValueId wt = b.node(OpKind::Transpose, {w}, {}, 1, "w_t")[0];
-  ValueId w2 = b.node(OpKind::Mul, {wt, b.scalar(2.0f)}, {}, 1, "w_scaled")[0];
-  ValueId ones = b.constant("ones", Tensor::from<float>({2}, {1, 1}));
-  ValueId wr = b.node(OpKind::Resize, {w2, kNoValue, ones}, {}, 1, "w_resized")[0];
-  ValueId h = b.node(OpKind::MatMul, {x, wr}, {}, 1, "fc")[0];
-  ValueId y = b.node(OpKind::Add, {h, b.constant("b", random_f32({3}, 2))}, {}, 1, "bias")[0];
-  b.output(b.node(OpKind::Relu, {y}, {}, 1, "act")[0], "y");
-  return b.build();
-}
 const std::vector<std::string> kWeightRegion{"w_t", "w_scaled"};
 const std::vector<std::string> kBatchRegion{"fc", "bias", "y"};
 
@@ -36,7 +20,7 @@ SessionOptions per_signature() {
 
 // Runs `batches` through `s`, checking every result against the interpreter.
 void run_checked(Session& s, const std::vector<int64_t>& batches, uint32_t seed = 1) {
-  Session ref(mlp(), SessionOptions{.interpret_only = true});
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   for (int64_t batch : batches) {
     CAPTURE(batch);
     const Tensor x = random_f32({batch, 4}, seed++);
@@ -47,7 +31,7 @@ void run_checked(Session& s, const std::vector<int64_t>& batches, uint32_t seed 
 }  // namespace
 
 TEST_CASE("per_signature: results equal the interpreter's as shapes change") {
-  Session s(mlp(), per_signature());
+  Session s(split_mlp(), per_signature());
   CHECK_FALSE(s.planned());
   run_checked(s, {2, 5, 2, 7, 5, 1, 1, 7});
   CHECK(s.planned());
@@ -91,7 +75,7 @@ TEST_CASE("per_signature: the encoder block over changing batch and sequence len
 }
 
 TEST_CASE("per_signature: a repeated signature does not recompile; a new one recompiles all") {
-  Session s(mlp(), per_signature());
+  Session s(split_mlp(), per_signature());
   run_checked(s, {2});
   Report r = s.report();
   REQUIRE(r.regions.size() == 2);
@@ -119,8 +103,8 @@ TEST_CASE("per_signature: a repeated signature does not recompile; a new one rec
 
 TEST_CASE("profile_guided compiles each stable region once over the same cycling workload") {
   const std::vector<int64_t> cycle{2, 5, 7, 2, 5, 7, 2, 5, 7, 2, 5, 7, 2, 5, 7};
-  Session guided(mlp(), SessionOptions{.threads = 1});
-  Session whole(mlp(), per_signature());
+  Session guided(split_mlp(), SessionOptions{.threads = 1});
+  Session whole(split_mlp(), per_signature());
   run_checked(guided, cycle);
   run_checked(whole, cycle);
   // Profile-guided: the batch changed during warm-up, so only the weight branch is stable; its
@@ -142,7 +126,7 @@ TEST_CASE("profile_guided: a short batch re-plans the batch region away; nothing
   // Training-style: batch 4, with a short last batch of 1 every third call.
   std::vector<int64_t> batches{4, 4, 4};
   for (int epoch = 0; epoch < 8; ++epoch) batches.insert(batches.end(), {4, 4, 1});
-  Session guided(mlp(), SessionOptions{.max_guard_misses = 2, .threads = 1});
+  Session guided(split_mlp(), SessionOptions{.max_guard_misses = 2, .threads = 1});
   run_checked(guided, {4, 4, 4});
   REQUIRE(guided.report().regions.size() == 2);  // everything stable: both regions compiled
   CHECK(guided.report().compilations == 2);
@@ -154,14 +138,14 @@ TEST_CASE("profile_guided: a short batch re-plans the batch region away; nothing
   CHECK(g.regions[0].compiles == 1);
   CHECK(g.compilations == 2);  // the weight branch was kept, not compiled again
 
-  Session whole(mlp(), per_signature());
+  Session whole(split_mlp(), per_signature());
   run_checked(whole, batches, 50);
   CHECK(whole.report().signatures == 2);
   CHECK(whole.report().compilations == 2 * 2);
 }
 
 TEST_CASE("Report: mode and compilation figures in text and JSON") {
-  Session s(mlp(), per_signature());
+  Session s(split_mlp(), per_signature());
   run_checked(s, {2, 3});
   const Report r = s.report();
   CHECK(contains(r.to_text(), "compiled: 4 kernels in "));
@@ -172,7 +156,8 @@ TEST_CASE("Report: mode and compilation figures in text and JSON") {
   CHECK(contains(j, "\"signatures\": 2"));
   CHECK(contains(j, "\"compile_ms_total\": "));
 
-  Session plain(mlp(), SessionOptions{.interpret_only = true, .mode = CompileMode::per_signature});
+  Session plain(split_mlp(),
+                SessionOptions{.interpret_only = true, .mode = CompileMode::per_signature});
   run_checked(plain, {2, 3});
   CHECK(plain.report().mode == "interpret");
   CHECK(plain.report().compilations == 0);
@@ -181,7 +166,7 @@ TEST_CASE("Report: mode and compilation figures in text and JSON") {
 }
 
 TEST_CASE("per_signature: bad inputs throw, before and after a signature is compiled") {
-  Session s(mlp(), per_signature());
+  Session s(split_mlp(), per_signature());
   const std::string wrong_dtype = "input 'x' must be f32, got f64";
   CHECK(contains(error_of([&] { s.run({Tensor(DType::f64, {2, 4})}); }), wrong_dtype));
   CHECK(contains(error_of([&] { s.run(std::vector<Tensor>{}); }), "takes 1 inputs, got 0"));
