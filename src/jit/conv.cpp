@@ -7,21 +7,26 @@
 // the nests that read it. A copy is also made when the input is computed in the region and each of
 // its elements is read several times (overlapping windows, or a Conv's several output channels per
 // group), so that its producers (a previous conv's epilogue) run once per element, not once per
-// read. In the source, tap k of output position o reads position o * stride + k * dilation on
-// each spatial dim: always in bounds and affine in the loop counters, so the innermost loop
-// vectorises with plain loads (no clamps, selects or gathers; the copy costs one pass over the
-// input, a padded border and a select per tap would cost every tap).
+// read; and when computing it means computing windows (a direct Conv under a pool), so that those
+// run in a loop of their own over contiguous positions rather than at strided ones. In the source,
+// tap k of output position o reads position o * stride + k * dilation on each spatial dim: always
+// in bounds and affine in the loop counters, so the innermost loop vectorises with plain loads (no
+// clamps or selects: the copy costs one pass over the input, clamps and selects every tap).
 //
 // Conv goes one of two ways by the length of its dot products, K = C/group * prod(kernel):
 //   - K <= kDirectMax (depthwise convs, small stems): direct. The output element is a
 //     straight-line sum of K products weight * source element, made in the consumer's loop, so
-//     depthwise conv + BatchNormalization + Relu is one loop;
+//     depthwise conv + BatchNormalization + Relu is one loop. Not when the innermost spatial dim
+//     is strided and a group has several output channels: each channel would gather the same
+//     strided inputs again (cnn_bn_gap, whose stem is a 3x3 stride-2 conv to 8 channels, ran in 15
+//     us so, 12.5 us through the GEMM);
 //   - otherwise im2col + GEMM. A nest writes the im2col matrix [N, group, K, out] (none for a 1x1
 //     kernel with unit strides and no pads: the source is the matrix), then one call of the
 //     runtime GEMM (sgraph_gemm_f32/f64) multiplies each group's weights [M/group, K] (in place;
 //     copied when computed in the region) by it, into a local buffer [N, M, out...]. The bias and
 //     the consumers (BatchNormalization, Relu, a residual Add) read that buffer as the epilogue,
-//     and their loops coalesce like any elementwise nest's.
+//     and their loops coalesce like any elementwise nest's. A depthwise conv this way would be one
+//     GEMM call per channel of a 1-row matrix: ppocr_mobile_v2_cls ran 2.5x slower so.
 // Pools: MaxPool is the max over the window (padding never wins; a window of padding only gives
 // the lowest value, as in the interpreter), AveragePool the sum over the window divided by its
 // count: the positions inside the input, or with count_include_pad those inside the padded input
@@ -45,6 +50,12 @@ namespace {
 constexpr int64_t kDirectMax = 32;  // longest dot product a Conv computes directly
 
 bool is_pool(OpKind op) { return op == OpKind::MaxPool || op == OpKind::AveragePool; }
+
+// Whether the loops around a copy nest's rows may be unrolled: only when rows are short, so the
+// loop's overhead per row counts. Unrolled around long rows, the loops of these nests made blocks
+// of thousands of instructions: ppocr_mobile_v2_cls took 3 s to compile (the machine scheduler,
+// quadratic in a block's size, ~150 MB at its peak), 1 s without them, and ran no slower.
+bool short_rows(const Shape& s) { return s.empty() || s.back() < 32; }
 
 // Whether some window reads outside the input on some spatial dim (padding, or past the end).
 bool reads_outside(const ops::Window& w) {
@@ -151,17 +162,20 @@ void KernelBuilder::allocate_window(const Node& n) {
   p.w = window_of(n, xs, conv ? &shapes_.at(n.inputs[1]) : nullptr, p.group, out);
   const ops::Window& w = p.w;
   const int64_t dot = conv ? shapes_.at(n.inputs[1])[1] * numel(w.kernel) : 0;
-  p.gemm = dot > kDirectMax;
+  // Direct unless the dot products are long, or strided along the innermost (vector) dim with
+  // several output channels per group: each would gather the same strided inputs again.
+  const int64_t per_group = conv ? shapes_.at(n.inputs[1])[0] / p.group : 1;
+  p.gemm = conv && (dot > kDirectMax || (w.strides.back() > 1 && per_group > 1));
   const bool unit = numel(w.kernel) == 1 && std::all_of(w.strides.begin(), w.strides.end(),
                                                         [](int64_t s) { return s == 1; });
   p.padded = reads_outside(w);
   const bool pointwise = p.gemm && unit && !p.padded;  // the input is the im2col matrix
   // An input element is read by several output elements: through overlapping windows, or by each
   // output channel of its group.
-  const bool reread = overlaps(w) || (conv && shapes_.at(n.inputs[1])[0] / p.group > 1);
+  const bool reread = overlaps(w) || per_group > 1;
   const bool computed = producer_[x] >= 0;
   llvm::Type* t = memory_type(ctx_, g_.values[x].dtype);
-  if (p.padded || (computed && (reread || pointwise))) {
+  if (p.padded || (computed && (reread || pointwise || made_from_windows(x)))) {
     p.source_shape = {xs[0], xs[1]};
     for (size_t d = 0; d < w.rank(); ++d)
       p.source_shape.push_back(p.padded ? w.pad_begin[d] +
@@ -189,16 +203,20 @@ void KernelBuilder::materialise_window(const Node& n) {
     if (p.padded) {
       Value* fill = n.op == OpKind::MaxPool ? lowest(g_.values[x].dtype, l.type)
                                             : llvm::Constant::getNullValue(l.type);
-      loop_nest(ss, true,
-                [&](const Index& i) { b_.CreateStore(fill, local_ptr(l, offset_of(i, ss))); });
+      loop_nest(
+          ss, true, [&](const Index& i) { b_.CreateStore(fill, local_ptr(l, offset_of(i, ss))); },
+          short_rows(ss));
     }
-    loop_nest(shapes_.at(x), true, [&](const Index& i) {
-      Index j = i;
-      for (size_t d = 0; d < r; ++d)
-        if (w.pad_begin[d] != 0)
-          j[2 + d] = b_.CreateAdd(i[2 + d], i64(w.pad_begin[d]), "", true, true);
-      b_.CreateStore(element(x, i), local_ptr(l, offset_of(j, ss)));
-    });
+    loop_nest(
+        shapes_.at(x), true,
+        [&](const Index& i) {
+          Index j = i;
+          for (size_t d = 0; d < r; ++d)
+            if (w.pad_begin[d] != 0)
+              j[2 + d] = b_.CreateAdd(i[2 + d], i64(w.pad_begin[d]), "", true, true);
+          b_.CreateStore(element(x, i), local_ptr(l, offset_of(j, ss)));
+        },
+        short_rows(ss));
   }
   if (!p.gemm) return;
   const ValueId wv = n.inputs[1];
@@ -212,10 +230,13 @@ void KernelBuilder::materialise_window(const Node& n) {
     Shape cs = {xs[0], xs[1]};
     cs.insert(cs.end(), w.kernel.begin(), w.kernel.end());
     cs.insert(cs.end(), w.out.begin(), w.out.end());
-    loop_nest(cs, true, [&](const Index& i) {
-      const Index k(i.begin() + 2, i.begin() + 2 + r), o(i.begin() + 2 + r, i.end());
-      b_.CreateStore(window_tap(n, p, i[0], i[1], o, k), local_ptr(p.col, offset_of(i, cs)));
-    });
+    loop_nest(
+        cs, true,
+        [&](const Index& i) {
+          const Index k(i.begin() + 2, i.begin() + 2 + r), o(i.begin() + 2 + r, i.end());
+          b_.CreateStore(window_tap(n, p, i[0], i[1], o, k), local_ptr(p.col, offset_of(i, cs)));
+        },
+        short_rows(cs));
   }
   // Batch item i = (image, group): weights of group i % g, its im2col matrix, its output rows.
   const int64_t mg = ws[0] / p.group, dot = ws[1] * numel(w.kernel), items = xs[0] * p.group;
@@ -230,6 +251,27 @@ void KernelBuilder::materialise_window(const Node& n) {
                                                : slot_of_[x]];
   call_gemm(g_.values[x].dtype, mg, numel(w.out), dot, a, a_off, false, b, b_off, false,
             kernel_ptrs_[p.product.slot], 1.0);
+}
+
+// Whether making v's element in a loop means computing windows (a direct Conv, a pool), which
+// would then be read at strided positions: such an input is copied, so that the windows under it
+// are computed in a loop of their own along contiguous positions.
+bool KernelBuilder::made_from_windows(ValueId v) {
+  std::vector<ValueId> todo = {v};
+  std::vector<bool> seen(g_.values.size(), false);
+  while (!todo.empty()) {
+    const ValueId u = todo.back();
+    todo.pop_back();
+    if (u == kNoValue || seen[u] || producer_[u] < 0 || local_.count(u)) continue;
+    seen[u] = true;
+    const Node& n = g_.nodes[producer_[u]];
+    if (windowed(n.op)) {
+      if (!window_.at(&n).gemm) return true;
+    } else if (!contracts(n.op)) {
+      todo.insert(todo.end(), n.inputs.begin(), n.inputs.end());
+    }
+  }
+  return false;
 }
 
 // The source's element of image `image`, channel `channel` that tap k of output position o reads.

@@ -51,6 +51,7 @@ void KernelBuilder::build(const std::string& name) {
   for (int32_t i : r_.nodes)
     if (materialises(g_.nodes[i].op)) mat_nodes.push_back(i);
   for (int32_t i : mat_nodes) allocate(g_.nodes[i]);
+  allocate_heap();
   Value* table = b_.CreateAlloca(ptr, i64(static_cast<int64_t>(slots_.size())), "table");
   for (size_t i = 0; i < slots_.size(); ++i) {
     Value* p = i < nargs
@@ -66,7 +67,7 @@ void KernelBuilder::build(const std::string& name) {
         << "region output '" << g_.values[out].name << "' is not made by a node of the region";
     emit_output_nest(out);
   }
-  for (Value* p : heap_) b_.CreateCall(free_fn(), {p});
+  if (heap_) b_.CreateCall(free_fn(), {heap_});
   b_.CreateRetVoid();
 }
 
@@ -89,7 +90,7 @@ const Shape& KernelBuilder::shape(ValueId v) const {
   return shapes_[v];
 }
 
-void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body) {
+void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll) {
   if (numel(s) == 0) return;
   size_t outer = 0;  // the outermost dim of size > 1: its loop runs over [begin, end)
   while (outer < s.size() && s[outer] == 1) ++outer;
@@ -117,12 +118,6 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body) {
                                      llvm::Function::InternalLinkage, nname + ".body", m_);
   bfn->addFnAttr(llvm::Attribute::AlwaysInline);
   bfn->addFnAttr(llvm::Attribute::NoUnwind);
-  for (unsigned i = 0; i < slots_.size(); ++i) {
-    bfn->addParamAttr(i, llvm::Attribute::NoAlias);
-    bfn->addParamAttr(i, llvm::Attribute::NoCapture);
-    if (slots_[i].input) bfn->addParamAttr(i, llvm::Attribute::ReadOnly);
-    if (slots_[i].output) bfn->addParamAttr(i, llvm::Attribute::WriteOnly);
-  }
 
   // In the kernel: run the nest, split over threads when allowed.
   if (parallel && trip > 1) {
@@ -133,16 +128,6 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body) {
     b_.CreateCall(nest, {table_, i64(0), i64(trip)});
   }
   const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
-
-  // The nest: load the pointers, call the body.
-  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", nest));
-  std::vector<Value*> args;
-  for (size_t i = 0; i < slots_.size(); ++i)
-    args.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), i)));
-  args.push_back(nest->getArg(1));
-  args.push_back(nest->getArg(2));
-  b_.CreateCall(bfn, args);
-  b_.CreateRetVoid();
 
   // The body: one loop per dim of size > 1 (innermost last); the outermost over [begin, end).
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", bfn));
@@ -186,12 +171,45 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body) {
     Value* next = b_.CreateAdd(it->iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
     it->iv->addIncoming(next, b_.GetInsertBlock());
     auto* exit = llvm::BasicBlock::Create(ctx_, "", bfn);
-    b_.CreateCondBr(b_.CreateICmpSLT(next, it->end), it->header, exit);
+    llvm::BranchInst* br = b_.CreateCondBr(b_.CreateICmpSLT(next, it->end), it->header, exit);
+    if (!unroll && it != loops.rbegin()) {
+      llvm::MDNode* off =
+          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, off});
+      id->replaceOperandWith(0, id);
+      br->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
     b_.SetInsertPoint(exit);
   }
   b_.CreateRetVoid();
   ptrs_.clear();
   cache_.clear();
+
+  // The nest: load the pointers the body uses, call the body. Only those are noalias (the others
+  // are passed as poison): in a region of hundreds of buffers, noalias pointers the body does not
+  // use would each become an alias scope to track once inlined, in every nest.
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", nest));
+  std::vector<Value*> args;
+  std::vector<llvm::AttributeSet> param_attrs(slots_.size() + 2);
+  for (unsigned i = 0; i < slots_.size(); ++i) {
+    if (bfn->getArg(i)->use_empty()) {
+      args.push_back(llvm::PoisonValue::get(ptr));
+      continue;
+    }
+    args.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), i)));
+    llvm::AttrBuilder ab(ctx_);
+    ab.addAttribute(llvm::Attribute::NoAlias).addAttribute(llvm::Attribute::NoCapture);
+    if (slots_[i].input) ab.addAttribute(llvm::Attribute::ReadOnly);
+    if (slots_[i].output) ab.addAttribute(llvm::Attribute::WriteOnly);
+    param_attrs[i] = llvm::AttributeSet::get(ctx_, ab);
+  }
+  const llvm::AttributeList attrs = bfn->getAttributes();
+  bfn->setAttributes(
+      llvm::AttributeList::get(ctx_, attrs.getFnAttrs(), attrs.getRetAttrs(), param_attrs));
+  args.push_back(nest->getArg(1));
+  args.push_back(nest->getArg(2));
+  b_.CreateCall(bfn, args);
+  b_.CreateRetVoid();
   b_.restoreIP(in_kernel);
 }
 

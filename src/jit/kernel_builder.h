@@ -112,8 +112,10 @@ class KernelBuilder {
   int add_slot(llvm::Type* t, bool input, bool output);
   llvm::Value* ptr(int slot) const;
   // A loop nest over `s`, outlined into its own function, body(idx) at the innermost level.
-  // `parallel`: iterations of the outermost loop write disjoint memory.
-  void loop_nest(const Shape& s, bool parallel, const Body& body);
+  // `parallel`: iterations of the outermost loop write disjoint memory. `unroll` false: LLVM may
+  // not unroll the loops around the innermost (copies of many short rows, where full unrolling
+  // makes huge blocks that cost more to compile than they save).
+  void loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll = true);
   void emit_output_nest(ValueId v);
   llvm::Value* element(ValueId v, const Index& idx);
   llvm::Value* element_at_offset(ValueId v, llvm::Value* off);
@@ -143,6 +145,7 @@ class KernelBuilder {
   llvm::FunctionCallee malloc_fn();
   llvm::FunctionCallee free_fn();
   Local local_buffer(llvm::Type* t, int64_t count);
+  void allocate_heap();
   llvm::Value* local_ptr(const Local& l, llvm::Value* off);
   void allocate(const Node& n);
   void materialise(const Node& n);
@@ -176,6 +179,7 @@ class KernelBuilder {
   Index channel_index(const Node& n, ValueId v, const Index& idx);
   void allocate_window(const Node& n);
   void materialise_window(const Node& n);
+  bool made_from_windows(ValueId v);
   llvm::Value* window_tap(const Node& n, const WindowPlan& p, llvm::Value* image,
                           llvm::Value* channel, const Index& o, const Index& k);
   llvm::Value* per_position(const Ints& values, llvm::Value* o);
@@ -205,7 +209,9 @@ class KernelBuilder {
   std::map<const Node*, std::pair<Local, Local>> softmax_;
   std::map<const Node*, ContractionPlan> contraction_;  // MatMul/Gemm
   std::map<const Node*, WindowPlan> window_;            // Conv, MaxPool, AveragePool
-  std::vector<llvm::Value*> heap_;                      // malloc'ed buffers to free
+  std::vector<std::pair<int, int64_t>> heap_parts_;     // large local buffers: slot, offset
+  int64_t heap_bytes_ = 0;                              // their block's size
+  llvm::Value* heap_ = nullptr;                         // the block, malloc'ed per call
 };
 
 }  // namespace sgraph::jit

@@ -44,8 +44,11 @@ llvm::FunctionCallee KernelBuilder::free_fn() {
   return m_.getOrInsertFunction("free", b_.getVoidTy(), b_.getPtrTy());
 }
 
-// A kernel-local buffer of `count` elements of `t`: on the kernel's stack when small, else
-// malloc'ed once per call (freed at the end).
+// A kernel-local buffer of `count` elements of `t`: on the kernel's stack when small, else a
+// part of the one block malloc'ed per call for all large buffers (allocate_heap; freed at the end).
+// One block rather than one per buffer: freeing many large blocks made glibc give their pages back
+// to the system on every call, and the next call fault them in again (a CNN region's ~20 buffers:
+// ~1500 page faults per call, its time doubled).
 KernelBuilder::Local KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
   const int64_t bytes =
       std::max<int64_t>(1, count) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
@@ -53,10 +56,17 @@ KernelBuilder::Local KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
   if (bytes <= 64 * 1024) {
     local_alloc_[l.slot] = b_.CreateAlloca(t, i64(std::max<int64_t>(1, count)));
   } else {
-    local_alloc_[l.slot] = b_.CreateCall(malloc_fn(), {i64(bytes)});
-    heap_.push_back(local_alloc_[l.slot]);
+    heap_parts_.emplace_back(l.slot, heap_bytes_);
+    heap_bytes_ += (bytes + 63) / 64 * 64;
   }
   return l;
+}
+
+void KernelBuilder::allocate_heap() {
+  if (heap_bytes_ == 0) return;
+  heap_ = b_.CreateCall(malloc_fn(), {i64(heap_bytes_)});
+  for (const auto& [slot, offset] : heap_parts_)
+    local_alloc_[slot] = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), heap_, offset);
 }
 
 Value* KernelBuilder::local_ptr(const Local& l, Value* off) {

@@ -28,7 +28,8 @@ Attributes with(Attributes a, const std::string& name, AttrValue v) {
   return a;
 }
 
-// K = C/group * prod(kernel) decides the way: <= 32 direct, else im2col + GEMM.
+// The way is decided by K = C/group * prod(kernel): direct when K <= 32, unless strided along the
+// last dim with several output channels per group; else im2col + GEMM.
 const std::vector<ConvCase> kConvCases = {
     {"direct 3x3 pads 1 (K 27)", {1, 3, 9, 11}, {8, 3, 3, 3}, window({1, 1, 1, 1})},
     {"GEMM 3x3 pads 1 (K 45), batch 2", {2, 5, 9, 11}, {7, 5, 3, 3}, window({1, 1, 1, 1})},
@@ -52,7 +53,8 @@ const std::vector<ConvCase> kConvCases = {
     {"GEMM 1x1 stride 2", {2, 40, 5, 6}, {8, 40, 1, 1}, window({}, {2, 2})},
     {"GEMM no pads, rectangular kernel", {1, 9, 8, 7}, {5, 9, 2, 3}, {}},
     {"asymmetric pads", {1, 2, 6, 7}, {3, 2, 3, 3}, window({0, 1, 2, 0})},
-    {"SAME_UPPER stride 2 even kernel",
+    {"direct, strided along rows only", {1, 4, 9, 8}, {6, 4, 2, 3}, window({1, 1, 1, 1}, {2, 1})},
+    {"GEMM: strided, SAME_UPPER, even kernel",
      {1, 4, 9, 8},
      {5, 4, 4, 2},
      with(window({}, {2, 2}), "auto_pad", std::string("SAME_UPPER"))},
@@ -60,7 +62,7 @@ const std::vector<ConvCase> kConvCases = {
      {1, 6, 7, 5},
      {4, 6, 4, 3},
      with(window({}, {2, 1}), "auto_pad", std::string("SAME_LOWER"))},
-    {"VALID dilated",
+    {"GEMM: VALID, dilated, strided",
      {1, 3, 11, 9},
      {2, 3, 3, 2},
      with(window({}, {1, 2}, {3, 2}), "auto_pad", std::string("VALID"))},
