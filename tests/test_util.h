@@ -22,6 +22,14 @@ inline bool contains(const std::string& s, std::string_view sub) {
   return s.find(sub) != std::string::npos;
 }
 
+// The report row of the op named `node` (fails the test when there is none).
+inline const OpReport& op_named(const Report& r, const std::string& node) {
+  for (const OpReport& o : r.ops)
+    if (o.node == node) return o;
+  FAIL("no op " << node);
+  return r.ops.front();
+}
+
 // Runs `f` and returns the what() of the sgraph::Error it throws, or "" if it does not throw.
 template <class F>
 std::string error_of(F&& f) {

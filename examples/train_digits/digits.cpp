@@ -146,10 +146,10 @@ TrainResult train_digits(const TrainConfig& config) {
 
   TrainerOptions options;
   options.parameters = {"w1", "b1", "w2", "b2"};
-  options.optimizer = config.optimizer == "sgd" ? Optimizer::sgd(config.learning_rate, 0.9)
-                                                : Optimizer::adam(config.learning_rate);
   SG_CHECK(config.optimizer == "sgd" || config.optimizer == "adam")
       << "unknown optimizer '" << config.optimizer << "' (sgd or adam)";
+  options.optimizer = config.optimizer == "sgd" ? Optimizer::sgd(config.learning_rate, 0.9)
+                                                : Optimizer::adam(config.learning_rate);
   SG_CHECK(config.batch > 0 && config.epochs >= 0 && config.hidden > 0)
       << "batch, hidden and epochs must be positive";
   options.session.interpret_only = !config.jit;

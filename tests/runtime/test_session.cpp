@@ -9,17 +9,6 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
-namespace {
-
-const OpReport& op(const Report& r, const std::string& node) {
-  for (const OpReport& o : r.ops)
-    if (o.node == node) return o;
-  FAIL("no op " << node);
-  return r.ops.front();
-}
-
-}  // namespace
-
 TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops form a region") {
   Session s(split_mlp(), SessionOptions{.warmup_runs = 3});
   CHECK_FALSE(s.planned());
@@ -29,18 +18,18 @@ TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops
   CHECK(r.warmup_runs == 3);
   for (const char* n : {"fc", "bias", "y"}) {
     CAPTURE(n);
-    CHECK_FALSE(op(r, n).stable);
-    CHECK(op(r, n).changed_at_run == 3);
-    CHECK(op(r, n).reason == "changed");
+    CHECK_FALSE(op_named(r, n).stable);
+    CHECK(op_named(r, n).changed_at_run == 3);
+    CHECK(op_named(r, n).reason == "changed");
   }
-  CHECK(contains(op(r, "fc").change, "input 0 'x': [2,4] -> [5,4]"));
-  CHECK(op(r, "w_t").stable);
-  CHECK(op(r, "w_scaled").stable);
+  CHECK(contains(op_named(r, "fc").change, "input 0 'x': [2,4] -> [5,4]"));
+  CHECK(op_named(r, "w_t").stable);
+  CHECK(op_named(r, "w_scaled").stable);
   REQUIRE(r.regions.size() == 1);
   CHECK(r.regions[0].nodes == std::vector<std::string>{"w_t", "w_scaled"});
   CHECK(r.regions[0].outputs == std::vector<std::string>{"w_scaled"});
   CHECK(r.regions[0].compiled);
-  CHECK(op(r, "w_t").region == 0);
+  CHECK(op_named(r, "w_t").region == 0);
   // Runs after planning still give correct results (interpreted until the JIT lands).
   const Tensor x = random_f32({7, 4}, 11);
   Session ref(split_mlp(), SessionOptions{.interpret_only = true});
@@ -89,9 +78,9 @@ TEST_CASE("Session: guard misses fall back, then re-plan only the changed region
   // bias and y changed while serving; fc (interpreted) too. The weight region was kept as is.
   for (const char* n : {"bias", "y", "fc"}) {
     CAPTURE(n);
-    CHECK_FALSE(op(r, n).stable);
-    CHECK(op(r, n).changed_at_run == 4);
-    CHECK(contains(op(r, n).change, "[6,"));
+    CHECK_FALSE(op_named(r, n).stable);
+    CHECK(op_named(r, n).changed_at_run == 4);
+    CHECK(contains(op_named(r, n).change, "[6,"));
   }
   REQUIRE(r.regions.size() == 1);
   CHECK(r.regions[0].nodes == std::vector<std::string>{"w_t", "w_scaled"});
@@ -206,9 +195,9 @@ TEST_CASE("Session: a node the JIT refuses stays out of regions, with the JIT's 
   for (int64_t i = 0; i < 9; ++i) in.data<int64_t>()[i] = i - 4;
   s.run({in});
   const Report r = s.report();
-  CHECK(op(r, "mm").region == -1);
-  CHECK(contains(op(r, "mm").reason, "not compilable"));
-  CHECK(contains(op(r, "mm").reason, "contraction of i64"));
+  CHECK(op_named(r, "mm").region == -1);
+  CHECK(contains(op_named(r, "mm").reason, "not compilable"));
+  CHECK(contains(op_named(r, "mm").reason, "contraction of i64"));
   REQUIRE(r.regions.size() == 2);
   for (const RegionReport& reg : r.regions) CHECK_MESSAGE(reg.compiled, reg.why_interpreted);
   Session ref(g, SessionOptions{.interpret_only = true});

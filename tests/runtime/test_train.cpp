@@ -131,13 +131,6 @@ double accuracy(Trainer& t, const Data& d) {
   return static_cast<double>(correct) / static_cast<double>(d.x.dim(0));
 }
 
-const OpReport& op_named(const Report& r, const std::string& node) {
-  for (const OpReport& o : r.ops)
-    if (o.node == node) return o;
-  FAIL("no op " << node);
-  return r.ops.front();
-}
-
 }  // namespace
 
 TEST_CASE("train: SGD, SGD with momentum and Adam against hand-written updates over 3 steps") {
