@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -104,15 +105,21 @@ std::string bench_json(std::vector<double> steady, const Session& session, doubl
   std::sort(steady.begin(), steady.end());
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
-  const Report rep = session.report();
-  size_t ops_compiled = 0, regions_compiled = 0;
+  // Counts over the graph and the subgraphs (If branches) it ran, each with its own regions.
+  size_t ops = 0, regions = 0, ops_compiled = 0, regions_compiled = 0;
   double compile_ms = 0;
-  for (const RegionReport& r : rep.regions) {
-    compile_ms += r.compile_ms;
-    if (!r.compiled) continue;
-    ++regions_compiled;
-    ops_compiled += r.nodes.size();
-  }
+  std::function<void(const Report&)> count = [&](const Report& rep) {
+    ops += rep.ops.size();
+    regions += rep.regions.size();
+    for (const RegionReport& r : rep.regions) {
+      compile_ms += r.compile_ms;
+      if (!r.compiled) continue;
+      ++regions_compiled;
+      ops_compiled += r.nodes.size();
+    }
+    for (const Report& sub : rep.subgraphs) count(sub);
+  };
+  count(session.report());
   std::map<std::string, double> interpreted_ms;  // op -> time in the last run, outside kernels
   double last_interpreted_ms = 0;
   for (const OpTime& t : session.last_op_times()) {
@@ -125,9 +132,9 @@ std::string bench_json(std::vector<double> steady, const Session& session, doubl
   j += ", \"median_ms\": " + fmt("%.4f", steady[steady.size() / 2]);
   j += ", \"min_ms\": " + fmt("%.4f", steady.front());
   j += ", \"max_rss_kb\": " + std::to_string(usage.ru_maxrss);
-  j += ", \"ops\": " + std::to_string(rep.ops.size());
+  j += ", \"ops\": " + std::to_string(ops);
   j += ", \"ops_compiled\": " + std::to_string(ops_compiled);
-  j += ", \"regions\": " + std::to_string(rep.regions.size());
+  j += ", \"regions\": " + std::to_string(regions);
   j += ", \"regions_compiled\": " + std::to_string(regions_compiled);
   j += ", \"compile_ms\": " + fmt("%.3f", compile_ms);
   j += ", \"last_run_ms\": " + fmt("%.4f", last_ms);

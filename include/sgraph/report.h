@@ -3,7 +3,7 @@
 // Per op: stable or changed (at which warm-up run, and what changed), the region it joined or the
 // reason it did not, and its profile. Per region: its ops, boundary values, the profiled time
 // of its ops and the threads its kernel got. As a text table, JSON, or Graphviz DOT (regions as
-// clusters, changed ops marked).
+// clusters, changed ops marked; the top-level graph only).
 #pragma once
 
 #include <cstdint>
@@ -64,6 +64,10 @@ struct Report {
   int64_t arena_bytes = 0, arena_unshared_bytes = 0;
   std::vector<OpReport> ops;
   std::vector<RegionReport> regions;
+  // Subgraphs of control-flow ops (If branches) run so far: each is served by a Session of its
+  // own, with the parent's options (warm-up, regions, kernels of its own); `graph` is
+  // "<node>/<attribute>", e.g. "vad/then_branch". The counters above do not include them.
+  std::vector<Report> subgraphs;
 
   std::string to_text() const;
   std::string to_json() const;

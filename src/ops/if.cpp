@@ -56,7 +56,8 @@ void run_if(KernelCtx& c) {
   SG_CHECK(c.in[0].numel() == 1) << "condition must have one element, got shape "
                                  << shape_str(c.in[0].shape());
   const Graph& g = branch(c.node, c.in[0].data<bool>()[0]);
-  std::vector<Tensor> outs = Interpreter(g).run(c.in.subspan(1));
+  std::vector<Tensor> outs = c.subgraphs ? c.subgraphs->run(c.node, g, c.in.subspan(1))
+                                         : Interpreter(g).run(c.in.subspan(1));
   for (size_t k = 0; k < outs.size(); ++k) c.out[k] = std::move(outs[k]);
 }
 

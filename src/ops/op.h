@@ -65,10 +65,22 @@ struct ShapeCtx {
   const Tensor& require_value(size_t i) const;  // throws ValueUnknown when not known
 };
 
+// Runs the subgraphs of control-flow ops (If's branches). The Session passes one that serves
+// each branch through a Session of its own (warm-up, regions, kernels, guards); without one a
+// branch is interpreted.
+class SubgraphRunner {
+ public:
+  virtual ~SubgraphRunner() = default;
+  // `g` is an attribute of `node` and lives as long as the graph holding the node.
+  virtual std::vector<Tensor> run(const Node& node, const Graph& g,
+                                  std::span<const Tensor> inputs) = 0;
+};
+
 struct KernelCtx {
   const Node& node;
-  std::span<const Tensor> in;  // undefined Tensor for an absent optional input
-  std::span<Tensor> out;       // allocated with the inferred dtypes and shapes
+  std::span<const Tensor> in;           // undefined Tensor for an absent optional input
+  std::span<Tensor> out;                // allocated with the inferred dtypes and shapes
+  SubgraphRunner* subgraphs = nullptr;  // control-flow ops only; nullptr: interpret subgraphs
   const Attributes& attrs() const { return node.attrs; }
   bool has(size_t i) const { return i < in.size() && in[i].defined(); }
 };

@@ -12,8 +12,8 @@
 namespace sgraph {
 
 ExecutableGraph::ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions,
-                                 const WarmupShapes& warmup)
-    : g_(g), regions_(std::move(regions)) {
+                                 const WarmupShapes& warmup, ops::SubgraphRunner* subgraphs)
+    : g_(g), regions_(std::move(regions)), runner_(subgraphs) {
   // Contract each region to one step, then order the steps topologically (Kahn's algorithm,
   // smallest original node index first, so a graph without regions keeps its node order).
   const size_t n = g.nodes.size();

@@ -67,8 +67,10 @@ struct ArenaStats {
 
 class ExecutableGraph {
  public:
-  // `g` must outlive this; regions must be a valid partition of g (see build_regions).
-  ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions, const WarmupShapes& warmup = {});
+  // `g` must outlive this; regions must be a valid partition of g (see build_regions). Interpreted
+  // control-flow ops run their subgraphs through `subgraphs` (see ops::SubgraphRunner).
+  ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions, const WarmupShapes& warmup = {},
+                  ops::SubgraphRunner* subgraphs = nullptr);
 
   // Inputs in graph-input order. Observers see every interpreted op (including ops of regions
   // that fell back), not the ops inside a kernel call.

@@ -39,7 +39,8 @@ void check_inputs(const Graph& g, std::span<const Tensor> inputs) {
   }
 }
 
-Interpreter::Interpreter(const Graph& g) : g_(g), release_after_(g.nodes.size()) {
+Interpreter::Interpreter(const Graph& g, ops::SubgraphRunner* subgraphs)
+    : g_(g), subgraphs_(subgraphs), release_after_(g.nodes.size()) {
   std::vector<int32_t> last_use(g.values.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ValueId v : g.nodes[i].inputs)
@@ -76,7 +77,7 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
     }
     out_.assign(n.outputs.size(), Tensor{});
     if (def.makes_outputs) {  // control flow: the kernel makes its outputs
-      ops::KernelCtx kc{n, in_, out_};
+      ops::KernelCtx kc{n, in_, out_, subgraphs_};
       def.run(kc);
       for (size_t k = 0; k < out_.size(); ++k)
         SG_CHECK(out_[k].dtype() == g.values[n.outputs[k]].dtype)
@@ -126,7 +127,7 @@ std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs) 
 std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
                                      std::span<OpObserver* const> observers) const {
   std::vector<Tensor> env = bind_inputs(g_, inputs);
-  NodeRunner runner;
+  NodeRunner runner(subgraphs_);
   for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
     runner.run(g_, static_cast<int32_t>(ni), env, observers);
     for (ValueId v : release_after_[ni]) env[v] = Tensor{};

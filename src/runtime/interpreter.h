@@ -12,6 +12,10 @@
 
 namespace sgraph {
 
+namespace ops {
+class SubgraphRunner;  // src/ops/op.h
+}  // namespace ops
+
 struct OpEvent {
   int32_t node_index;
   const Node& node;
@@ -40,10 +44,13 @@ std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs);
 // (view ops and ops that make their own outputs ignore it).
 class NodeRunner {
  public:
+  // Control-flow ops run their subgraphs through `subgraphs` (nullptr: interpreted).
+  explicit NodeRunner(ops::SubgraphRunner* subgraphs = nullptr) : subgraphs_(subgraphs) {}
   void run(const Graph& g, int32_t index, std::vector<Tensor>& env,
            std::span<OpObserver* const> observers = {}, std::span<const Tensor> premade = {});
 
  private:
+  ops::SubgraphRunner* subgraphs_;
   std::vector<Tensor> in_, out_;
   std::vector<const Shape*> in_shapes_;
   std::vector<const Tensor*> in_values_;
@@ -53,10 +60,11 @@ class NodeRunner {
 
 class Interpreter {
  public:
-  // `g` must outlive the interpreter and have had infer_and_verify() run.
-  explicit Interpreter(const Graph& g);
+  // `g` must outlive the interpreter and have had infer_and_verify() run; so must `subgraphs`,
+  // which runs control-flow ops' subgraphs (nullptr: they are interpreted).
+  explicit Interpreter(const Graph& g, ops::SubgraphRunner* subgraphs = nullptr);
   // Inputs in graph-input order; returns outputs in graph-output order. Safe to call from
-  // several threads at once.
+  // several threads at once when the subgraph runner is (or there is none).
   std::vector<Tensor> run(std::span<const Tensor> inputs,
                           std::span<OpObserver* const> observers = {}) const;
   // The values freed right after node `index` runs (their last use).
@@ -66,6 +74,7 @@ class Interpreter {
 
  private:
   const Graph& g_;
+  ops::SubgraphRunner* subgraphs_;
   std::vector<std::vector<ValueId>> release_after_;  // per node: values whose last use it is
 };
 

@@ -101,27 +101,30 @@ std::string Report::to_text() const {
        << "\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
        << "\n  outputs: " << join(r.outputs) << "\n";
   }
+  for (const Report& sub : subgraphs) os << "\nsubgraph " << sub.to_text();
   return os.str();
 }
 
-std::string Report::to_json() const {
+namespace {
+
+nlohmann::ordered_json json_of(const Report& rep) {
   nlohmann::ordered_json j;
-  j["graph"] = graph;
-  j["mode"] = mode;
-  j["warmup_runs"] = warmup_runs;
-  j["planned"] = planned;
-  j["replans"] = replans;
-  j["steps"] = steps;
-  j["kernel_calls"] = kernel_calls;
-  j["guard_misses"] = guard_misses;
-  j["compilations"] = compilations;
-  j["compile_ms_total"] = compile_ms_total;
-  j["signatures"] = signatures;
-  j["memory"] = {{"arena_buffers", arena_buffers},
-                 {"arena_bytes", arena_bytes},
-                 {"arena_unshared_bytes", arena_unshared_bytes}};
+  j["graph"] = rep.graph;
+  j["mode"] = rep.mode;
+  j["warmup_runs"] = rep.warmup_runs;
+  j["planned"] = rep.planned;
+  j["replans"] = rep.replans;
+  j["steps"] = rep.steps;
+  j["kernel_calls"] = rep.kernel_calls;
+  j["guard_misses"] = rep.guard_misses;
+  j["compilations"] = rep.compilations;
+  j["compile_ms_total"] = rep.compile_ms_total;
+  j["signatures"] = rep.signatures;
+  j["memory"] = {{"arena_buffers", rep.arena_buffers},
+                 {"arena_bytes", rep.arena_bytes},
+                 {"arena_unshared_bytes", rep.arena_unshared_bytes}};
   j["ops"] = nlohmann::ordered_json::array();
-  for (const OpReport& o : ops) {
+  for (const OpReport& o : rep.ops) {
     nlohmann::ordered_json e;
     e["node"] = o.node;
     e["op"] = std::string(op_name(o.op));
@@ -139,7 +142,7 @@ std::string Report::to_json() const {
     j["ops"].push_back(std::move(e));
   }
   j["regions"] = nlohmann::ordered_json::array();
-  for (const RegionReport& r : regions)
+  for (const RegionReport& r : rep.regions)
     j["regions"].push_back({{"id", r.id},
                             {"nodes", r.nodes},
                             {"inputs", r.inputs},
@@ -154,8 +157,14 @@ std::string Report::to_json() const {
                             {"guard_misses", r.guard_misses},
                             {"threads", r.threads},
                             {"threads_why", r.threads_why}});
-  return j.dump(2) + "\n";
+  j["subgraphs"] = nlohmann::ordered_json::array();
+  for (const Report& sub : rep.subgraphs) j["subgraphs"].push_back(json_of(sub));
+  return j;
 }
+
+}  // namespace
+
+std::string Report::to_json() const { return json_of(*this).dump(2) + "\n"; }
 
 // Ops are boxes (changed ones red, ops outside regions grey), data edges connect producers to
 // consumers, and each region is a cluster.

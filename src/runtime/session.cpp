@@ -17,20 +17,25 @@
 #include "runtime/parallel.h"
 #include "runtime/region_builder.h"
 #include "runtime/shape_tracker.h"
+#include "runtime/subgraph_sessions.h"
 
 namespace sgraph {
 
 namespace {
 
+// Per-op times of a run. A control-flow op is listed after the interpreted ops of the subgraph
+// it ran, with the time its subgraph Session took taken off its own.
 class TimingObserver final : public OpObserver {
  public:
-  explicit TimingObserver(std::vector<OpTime>& out) : out_(out) {}
+  TimingObserver(std::vector<OpTime>& out, SubgraphSessions& subs) : out_(out), subs_(subs) {}
   void on_op(const OpEvent& e) override {
-    out_.push_back(OpTime{e.node.name, e.node.op, e.elapsed_ns});
+    for (OpTime& t : subs_.take_times()) out_.push_back(std::move(t));
+    out_.push_back(OpTime{e.node.name, e.node.op, e.elapsed_ns - subs_.take_ns()});
   }
 
  private:
   std::vector<OpTime>& out_;
+  SubgraphSessions& subs_;
 };
 
 // While serving: notes interpreted ops whose shapes differ from the warm-up's, so a re-plan can
@@ -61,7 +66,8 @@ struct Session::Impl {
         << "threads must be at least 0 (0: hardware concurrency), got " << options.threads;
     max_threads = options.threads > 0 ? options.threads : hardware_threads();
     graph.infer_and_verify();
-    interpreter = std::make_unique<Interpreter>(graph);
+    subgraphs = std::make_unique<SubgraphSessions>(options);
+    interpreter = std::make_unique<Interpreter>(graph, subgraphs.get());
     tracker = std::make_unique<ShapeTracker>(graph);
     profiler = std::make_unique<OpProfiler>(graph, options.warmup_runs);
     serving = std::make_unique<ServingShapes>(*tracker);
@@ -69,7 +75,7 @@ struct Session::Impl {
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
     times.clear();
-    TimingObserver timing(times);
+    TimingObserver timing(times, *subgraphs);
     ++runs;
     if (options.interpret_only) {
       OpObserver* obs[] = {&timing};
@@ -129,7 +135,7 @@ struct Session::Impl {
       dropped_misses += gone.guard_misses;
     }
     exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
-                                             WarmupShapes{value_shapes, stable});
+                                             WarmupShapes{value_shapes, stable}, subgraphs.get());
     size_t n_stable = 0;
     for (bool s : stable) n_stable += s;
     SG_LOG(1) << "planned graph '" << graph.name << "': " << n_stable << " of " << stable.size()
@@ -312,7 +318,7 @@ struct Session::Impl {
     for (const Region& r : sp.partition.regions)
       plans.push_back(make_plan(r, shapes, *sp.profile, nullptr));
     sp.exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
-                                                WarmupShapes{shapes, all_stable});
+                                                WarmupShapes{shapes, all_stable}, subgraphs.get());
     SG_LOG(1) << "compiled graph '" << graph.name << "' for input signature "
               << signatures.size() + 1 << ": " << sp.partition.regions.size() << " regions, "
               << sp.exec->num_steps() << " steps";
@@ -403,12 +409,14 @@ struct Session::Impl {
       rep.guard_misses += plan.guard_misses;
       rep.regions.push_back(std::move(rr));
     }
+    rep.subgraphs = subgraphs->reports();
     return rep;
   }
 
   Graph graph;
   SessionOptions options;
   int max_threads = 1;  // per region kernel: options.threads, or the hardware's
+  std::unique_ptr<SubgraphSessions> subgraphs;  // If branches' Sessions; outlives their users
   std::unique_ptr<Interpreter> interpreter;
   std::unique_ptr<ShapeTracker> tracker;
   std::unique_ptr<OpProfiler> profiler;
