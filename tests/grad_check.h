@@ -25,14 +25,15 @@ inline Tensor uniform(Shape shape, uint32_t seed, double lo = -1, double hi = 1,
 }
 
 // Graph inputs for `inputs`: static dims, or each dim above 1 symbolic ("s3" for a 3: equal
-// sizes share a symbol, so broadcasting still infers).
+// sizes share a symbol, so broadcasting still infers); with `only`, just the dims of that size.
 inline std::vector<ValueId> declare(GraphBuilder& b, const std::vector<Tensor>& inputs,
-                                    bool symbolic) {
+                                    bool symbolic, int64_t only = 0) {
   std::vector<ValueId> ids;
   for (size_t i = 0; i < inputs.size(); ++i) {
     DimList dims;
     for (int64_t d : inputs[i].shape())
-      dims.push_back(symbolic && d > 1 ? Dim("s" + std::to_string(d)) : Dim(d));
+      dims.push_back(symbolic && d > 1 && (only == 0 || d == only) ? Dim("s" + std::to_string(d))
+                                                                   : Dim(d));
     ids.push_back(b.input("in" + std::to_string(i), inputs[i].dtype(), dims));
   }
   return ids;
@@ -44,11 +45,11 @@ using Build = std::function<ValueId(GraphBuilder&, const std::vector<ValueId>&)>
 // declared like them), as a graph; its outputs are the loss and the gradients of the inputs
 // `wrt` marks (none: the forward graph only).
 inline Graph loss_graph(const std::vector<Tensor>& inputs, const Build& f, const Tensor& r,
-                        bool symbolic, const std::vector<bool>& wrt) {
+                        bool symbolic, const std::vector<bool>& wrt, int64_t only = 0) {
   GraphBuilder b("grad_check");
   std::vector<Tensor> all = inputs;
   all.push_back(r);
-  std::vector<ValueId> in = declare(b, all, symbolic);
+  std::vector<ValueId> in = declare(b, all, symbolic, only);
   const ValueId weights = in.back();
   in.pop_back();
   ValueId y = f(b, in);
@@ -64,8 +65,10 @@ inline Graph loss_graph(const std::vector<Tensor>& inputs, const Build& f, const
 }
 
 struct Check {
-  bool symbolic = true;  // also with symbolic input dims (where shape inference can follow f)
-  bool jit = false;      // also the backward graph compiled, against the interpreter
+  bool symbolic = true;       // also with symbolic input dims (where shape inference can follow f)
+  int64_t symbolic_only = 0;  // > 0: only dims of this size turn symbolic (a batch size unlike
+                              // every other dim)
+  bool jit = false;           // also the backward graph compiled, against the interpreter
   double h = 1e-5, tol = 1e-6;
   std::vector<size_t> wrt = {};  // the inputs differentiated; empty: every f64 input
 };
@@ -89,8 +92,8 @@ inline void check_gradients(const std::vector<Tensor>& inputs, const Build& f, C
   for (bool symbolic : {false, true}) {
     if (symbolic && !opt.symbolic) continue;
     CAPTURE(symbolic);
-    Session forward(loss_graph(inputs, f, r, symbolic, {}), interpret);
-    Session backward(loss_graph(inputs, f, r, symbolic, wrt), interpret);
+    Session forward(loss_graph(inputs, f, r, symbolic, {}, opt.symbolic_only), interpret);
+    Session backward(loss_graph(inputs, f, r, symbolic, wrt, opt.symbolic_only), interpret);
     std::vector<Tensor> feed = inputs;
     feed.push_back(r);
     const std::vector<Tensor> got = backward.run(feed);

@@ -5,7 +5,7 @@
 //              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE] [--bench-json FILE]
 //   sgraph info MODEL                           inputs, outputs, constants, op histogram
 //   sgraph demo [MODEL_DIR] [--warmup N]        warm-up, stable/changed ops, regions, serving
-//   sgraph train [--epochs N] [--batch N] [--lr X] [--optimizer adam|sgd] [--no-jit] ...
+//   sgraph train [--model mlp|cnn] [--epochs N] [--batch N] [--lr X] [--no-jit] ...
 //                                               the digits training demo
 //   sgraph version                              versions of sgraph and LLVM, and the host CPU
 #include <cstdio>
@@ -47,12 +47,13 @@ commands:
   demo [MODEL_DIR] [--warmup N]
       The pipeline on the bundled example model (or a backend-test folder): warm-up runs, which
       ops stayed stable or changed, the regions planned, then every data set served and checked.
-  train [--epochs N] [--batch N] [--hidden N] [--lr X] [--optimizer adam|sgd] [--seed N]
-        [--data FILE.csv.gz] [--no-jit]
-      Train an MLP on the bundled 8x8 handwritten digits (80/20 split, batch 64 so each epoch
-      ends with a smaller batch; defaults: 30 epochs, Adam lr 0.01, 64 hidden units): loss and
-      test accuracy per epoch, then which ops of the training step stayed compiled, which fell
-      back to the interpreter, how often, and compile counts.
+  train [--model mlp|cnn] [--epochs N] [--batch N] [--hidden N] [--lr X]
+        [--optimizer adam|sgd] [--seed N] [--data FILE.csv.gz] [--no-jit]
+      Train an MLP (64 hidden units by default) or, with --model cnn, a small CNN (two 3x3 convs
+      with ReLU and 2x2 max pooling, then a linear layer) on the bundled 8x8 handwritten digits
+      (80/20 split, batch 64 so each epoch ends with a smaller batch; defaults: 30 epochs, Adam
+      lr 0.01): loss and test accuracy per epoch, then which ops of the training step stayed
+      compiled, which fell back to the interpreter, how often, and compile counts.
   version
       Versions of sgraph and LLVM, and the host CPU.
   help
@@ -88,7 +89,7 @@ const Command kCommands[] = {
     {"demo", cmd_demo, {"--warmup"}},
     {"train",
      cmd_train,
-     {"--epochs", "--batch", "--hidden", "--lr", "--optimizer", "--seed", "--data"},
+     {"--model", "--epochs", "--batch", "--hidden", "--lr", "--optimizer", "--seed", "--data"},
      {"--no-jit"}},
     {"version", version, {}},
     {"help", help, {}},

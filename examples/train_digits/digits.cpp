@@ -54,26 +54,67 @@ Digits load_digits(const std::string& path) {
 
 namespace {
 
-// 64 -> hidden -> 10 with ReLU, He-initialised weights, zero biases; outputs logits and loss.
-Graph make_mlp(int64_t hidden, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const auto init = [&](int64_t in, int64_t out) {
-    std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(in)));
-    Tensor w(DType::f32, {in, out});
+// A model's graph (inputs x [batch, 64] and labels [batch]; outputs logits and loss), the names
+// of its parameters and a one-line description.
+struct Model {
+  Graph graph;
+  std::vector<std::string> parameters;
+  std::string description;
+};
+
+// He-initialised weights (normal, variance 2 / fan_in) from one seeded generator; zero biases.
+struct Init {
+  std::mt19937 rng;
+  Tensor weights(Shape shape, int64_t fan_in) {
+    std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in)));
+    Tensor w(DType::f32, std::move(shape));
     for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = normal(rng);
     return w;
-  };
-  const auto zeros = [](int64_t n) { return Tensor::from<float>({n}, std::vector<float>(n, 0)); };
+  }
+  static Tensor zeros(int64_t n) { return Tensor::from<float>({n}, std::vector<float>(n, 0)); }
+};
+
+// 64 -> hidden -> 10 with ReLU.
+Model make_mlp(int64_t hidden, uint32_t seed) {
+  Init init{std::mt19937(seed)};
   GraphBuilder b("digits_mlp");
   const ValueId x = b.input("x", DType::f32, {Dim("batch"), 64});
   const ValueId labels = b.input("labels", DType::i64, {Dim("batch")});
-  const ValueId w1 = b.constant("w1", init(64, hidden)), b1 = b.constant("b1", zeros(hidden));
-  const ValueId w2 = b.constant("w2", init(hidden, 10)), b2 = b.constant("b2", zeros(10));
+  const ValueId w1 = b.constant("w1", init.weights({64, hidden}, 64));
+  const ValueId b1 = b.constant("b1", Init::zeros(hidden));
+  const ValueId w2 = b.constant("w2", init.weights({hidden, 10}, hidden));
+  const ValueId b2 = b.constant("b2", Init::zeros(10));
   const ValueId h = b.relu(b.add(b.matmul(x, w1), b1));
   const ValueId logits = b.add(b.matmul(h, w2), b2);
   b.output(logits, "logits");
   b.output(b.softmax_cross_entropy_loss(logits, labels), "loss");
-  return b.build();
+  return {b.build(), {"w1", "b1", "w2", "b2"}, "MLP 64-" + std::to_string(hidden) + "-10"};
+}
+
+// [N,1,8,8] -> conv 3x3 to 8 channels, ReLU, max pool 2x2 -> [N,8,4,4] -> conv 3x3 to 16, ReLU,
+// max pool 2x2 -> [N,16,2,2], flattened -> 64 -> 10.
+Model make_cnn(uint32_t seed) {
+  Init init{std::mt19937(seed)};
+  GraphBuilder b("digits_cnn");
+  const ValueId x = b.input("x", DType::f32, {Dim("batch"), 64});
+  const ValueId labels = b.input("labels", DType::i64, {Dim("batch")});
+  const Attributes same{{"pads", Ints{1, 1, 1, 1}}};
+  const Attributes pool{{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}};
+  const auto block = [&](ValueId in, const std::string& name, int64_t c_in, int64_t c_out) {
+    const ValueId w = b.constant(name + "_w", init.weights({c_out, c_in, 3, 3}, c_in * 9));
+    const ValueId bias = b.constant(name + "_b", Init::zeros(c_out));
+    return b.max_pool(b.relu(b.conv(in, w, bias, same)), pool);
+  };
+  const ValueId image = b.reshape(x, b.ints({0, 1, 8, 8}));
+  const ValueId h = b.flatten(block(block(image, "conv1", 1, 8), "conv2", 8, 16));
+  const ValueId w = b.constant("fc_w", init.weights({64, 10}, 64));
+  const ValueId bias = b.constant("fc_b", Init::zeros(10));
+  const ValueId logits = b.add(b.matmul(h, w), bias);
+  b.output(logits, "logits");
+  b.output(b.softmax_cross_entropy_loss(logits, labels), "loss");
+  return {b.build(),
+          {"conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc_w", "fc_b"},
+          "CNN conv3x3(8)-pool-conv3x3(16)-pool-10"};
 }
 
 // Rows `idx[from, to)` of the data set as a batch {x, labels}.
@@ -144,27 +185,31 @@ TrainResult train_digits(const TrainConfig& config) {
       train(order.begin() + n_test, order.end());
   const std::vector<Tensor> test_batch = batch_of(data, test, 0, test.size());
 
-  TrainerOptions options;
-  options.parameters = {"w1", "b1", "w2", "b2"};
+  SG_CHECK(config.model == "mlp" || config.model == "cnn")
+      << "unknown model '" << config.model << "' (mlp or cnn)";
   SG_CHECK(config.optimizer == "sgd" || config.optimizer == "adam")
       << "unknown optimizer '" << config.optimizer << "' (sgd or adam)";
-  options.optimizer = config.optimizer == "sgd" ? Optimizer::sgd(config.learning_rate, 0.9)
-                                                : Optimizer::adam(config.learning_rate);
   SG_CHECK(config.batch > 0 && config.epochs >= 0 && config.hidden > 0)
       << "batch, hidden and epochs must be positive";
+  Model model =
+      config.model == "cnn" ? make_cnn(config.seed) : make_mlp(config.hidden, config.seed);
+  TrainerOptions options;
+  options.parameters = model.parameters;
+  options.optimizer = config.optimizer == "sgd" ? Optimizer::sgd(config.learning_rate, 0.9)
+                                                : Optimizer::adam(config.learning_rate);
   options.session.interpret_only = !config.jit;
-  Trainer trainer(make_mlp(config.hidden, config.seed), options);
+  Trainer trainer(std::move(model.graph), options);
 
   FILE* out = config.out;
   const bool bar = out && config.progress && isatty(fileno(out));
   const size_t batches = (train.size() + config.batch - 1) / config.batch;
   if (out)
     std::fprintf(out,
-                 "digits: %lld training and %lld test images, MLP 64-%lld-10, %s lr %g, batch %lld "
+                 "digits: %lld training and %lld test images, %s, %s lr %g, batch %lld "
                  "(%zu batches per epoch, the last of %lld), JIT %s\n",
                  static_cast<long long>(train.size()), static_cast<long long>(n_test),
-                 static_cast<long long>(config.hidden), config.optimizer.c_str(),
-                 config.learning_rate, static_cast<long long>(config.batch), batches,
+                 model.description.c_str(), config.optimizer.c_str(), config.learning_rate,
+                 static_cast<long long>(config.batch), batches,
                  static_cast<long long>(train.size() - (batches - 1) * config.batch),
                  config.jit ? "on" : "off");
   TrainResult result;

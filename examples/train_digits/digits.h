@@ -1,7 +1,8 @@
 // The digits training example as a reusable routine (examples/train_digits/main.cpp and
 // `sgraph train` run it): loads the 8x8 digits data set, splits it 80/20 after a seeded shuffle,
-// builds an MLP (64 -> hidden -> 10, ReLU, softmax cross-entropy) with sgraph's GraphBuilder and
-// trains it with sgraph::Trainer in batches whose last one per epoch is smaller, printing the
+// builds an MLP (64 -> hidden -> 10, ReLU, softmax cross-entropy) or a small CNN (two 3x3 convs
+// with ReLU and 2x2 max pooling, then a linear layer) with sgraph's GraphBuilder and trains it
+// with sgraph::Trainer in batches whose last one per epoch is smaller, printing the
 // loss and the test accuracy per epoch and, at the end, what the Session compiled and what fell
 // back to the interpreter.
 #pragma once
@@ -29,7 +30,9 @@ struct TrainConfig {
   std::string data;  // the .csv.gz
   int epochs = 30;
   int64_t batch = 64;
-  int64_t hidden = 64;
+  std::string model = "mlp";  // or "cnn": [N,1,8,8] -> conv 3x3 to 8 channels, ReLU, max pool 2x2
+                              // -> conv 3x3 to 16, ReLU, max pool 2x2 -> [N,64] -> 10
+  int64_t hidden = 64;        // the MLP's hidden layer
   std::string optimizer = "adam";  // or "sgd" (momentum 0.9)
   double learning_rate = 0.01;
   bool jit = true;

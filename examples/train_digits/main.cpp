@@ -1,6 +1,8 @@
-// Trains an MLP on the bundled 8x8 digits with sgraph's Trainer (autodiff, Adam, the JIT):
-//   build/release/examples/train_digits [--epochs N] [--batch N] [--hidden N] [--lr X]
-//                                       [--optimizer adam|sgd] [--no-jit] [--data FILE.csv.gz]
+// Trains an MLP or a small CNN on the bundled 8x8 digits with sgraph's Trainer (autodiff, Adam,
+// the JIT):
+//   build/release/examples/train_digits [--model mlp|cnn] [--epochs N] [--batch N] [--hidden N]
+//                                       [--lr X] [--optimizer adam|sgd] [--no-jit]
+//                                       [--data FILE.csv.gz]
 // The same routine runs as `sgraph train`.
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +22,9 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--epochs")
+    if (a == "--model")
+      c.model = value();
+    else if (a == "--epochs")
       c.epochs = std::atoi(value().c_str());
     else if (a == "--batch")
       c.batch = std::atoll(value().c_str());
@@ -36,8 +40,8 @@ int main(int argc, char** argv) {
       c.jit = false;
     else {
       std::fprintf(stderr,
-                   "usage: train_digits [--epochs N] [--batch N] [--hidden N] [--lr X] "
-                   "[--optimizer adam|sgd] [--no-jit] [--data FILE.csv.gz]\n");
+                   "usage: train_digits [--model mlp|cnn] [--epochs N] [--batch N] [--hidden N] "
+                   "[--lr X] [--optimizer adam|sgd] [--no-jit] [--data FILE.csv.gz]\n");
       return 2;
     }
   }

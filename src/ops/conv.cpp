@@ -1,10 +1,12 @@
 // Conv and ConvTranspose over any number of spatial dims (1-D audio, 2-D images, 3-D volumes).
 // Conv is im2col + one GEMM per (image, group); ConvTranspose is one GEMM per (image, group)
-// followed by col2im, which scatters the columns back onto the output.
+// followed by col2im, which scatters the columns back onto the output. Conv's gradient rule is in
+// window_grad.cpp.
 #include <algorithm>
 
 #include "ops/gemm_kernel.h"
 #include "ops/window.h"
+#include "ops/window_grad.h"
 
 namespace sgraph::ops {
 namespace {
@@ -254,18 +256,14 @@ void run_conv_transpose(KernelCtx& c) {
 
 // Conv(X, W, B?) {auto_pad, dilations, group, kernel_shape, pads, strides}
 extern const OpDef kConv;
-const OpDef kConv{
-    "Conv",
-    2,
-    3,
-    1,
-    1,
-    types_conv,
-    [](ShapeCtx& c) {
-      c.out[0] = conv_geometry(c.attrs(), c.shape(0), c.shape(1), c.has(2) ? &c.shape(2) : nullptr)
-                     .out_shape;
-    },
-    [](KernelCtx& c) { visit_float(c.in[0].dtype(), [&]<class T>() { run_conv<T>(c); }); }};
+const OpDef kConv = with_grad(
+    grad_conv,
+    {"Conv", 2, 3, 1, 1, types_conv,
+     [](ShapeCtx& c) {
+       c.out[0] = conv_geometry(c.attrs(), c.shape(0), c.shape(1), c.has(2) ? &c.shape(2) : nullptr)
+                      .out_shape;
+     },
+     [](KernelCtx& c) { visit_float(c.in[0].dtype(), [&]<class T>() { run_conv<T>(c); }); }});
 
 // ConvTranspose(X, W, B?) {Conv's attributes, output_padding, output_shape}
 extern const OpDef kConvTranspose;
