@@ -191,7 +191,7 @@ TEST_CASE("ONNX import: Upsample-7, Upsample-9 and Resize-10 (nearest, asymmetri
               {1, 1, 1, 4}, {1, 1.5, 2, 2});
 }
 
-TEST_CASE("ONNX import: Dropout at inference is the identity; mask and training are rejected") {
+TEST_CASE("ONNX import: Dropout at inference is the identity, mask and training are rejected") {
   const Tensor x = f32({3}, {1, -2, 3});
   check_close(run_node(10, make_node("Dropout", {"x"}, {"y"}, {float_attr("ratio", 0.5f)}), {x})[0],
               {3}, {1, -2, 3});

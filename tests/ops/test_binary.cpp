@@ -48,7 +48,7 @@ TEST_CASE("Max/Min: variadic with broadcasting, NaN propagates") {
   check_close(run_op(OpKind::Min, {f32({2}, {NAN, 1}), f32({2}, {0, 2})})[0], {2}, {NAN, 1});
 }
 
-TEST_CASE("Equal/Greater/Less give bool; Equal accepts bool") {
+TEST_CASE("Equal/Greater/Less give bool, Equal accepts bool") {
   const Tensor a = f32({3}, {1, 2, 3});
   const Tensor b = f32({1}, {2});
   const Tensor eq = run_op(OpKind::Equal, {a, b})[0];

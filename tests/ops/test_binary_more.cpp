@@ -53,7 +53,7 @@ TEST_CASE("Mod: broadcasting, every integer dtype, lowest % -1") {
               {1}, {0});
 }
 
-TEST_CASE("Mod: floats with fmod=1 are C fmod; a zero divisor gives NaN") {
+TEST_CASE("Mod: floats with fmod=1 are C fmod, a zero divisor gives NaN") {
   const Tensor a = f32({5}, {5.5f, -5.5f, 5.5f, -5.5f, 1});
   const Tensor b = f32({5}, {2, 2, -2, -2, 0});
   check_close(run_op(OpKind::Mod, {a, b}, fmod_attr(1))[0], {5},
@@ -99,7 +99,7 @@ TEST_CASE("Sum / Mean against xtensor on random broadcast shapes") {
   }
 }
 
-TEST_CASE("PRelu: slope broadcasts to x; floats and integers") {
+TEST_CASE("PRelu: slope broadcasts to x, floats and integers") {
   const Tensor x = f32({2, 3}, {-2, -1, 0, 1, 2, -3});
   check_close(run_op(OpKind::PRelu, {x, f32({3}, {0.1f, 0.2f, 0.3f})})[0], {2, 3},
               {-0.2, -0.2, 0, 1, 2, -0.9});

@@ -41,7 +41,7 @@ TEST_CASE("Concat: axis -1, bool and u8, with a zero-size input") {
               {0, 7}, {});
 }
 
-TEST_CASE("Concat: one input of odd size, f64; shapes inferred from constants") {
+TEST_CASE("Concat: one input of odd size, f64, shapes inferred from constants") {
   const Tensor x = iota<double>({7}, -3);
   check_close(run_op(OpKind::Concat, {x}, axis(0))[0], x);
   GraphBuilder b;

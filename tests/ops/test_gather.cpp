@@ -28,7 +28,7 @@ TEST_CASE("Gather: axis 1 with negative and 2-D indices, i32 indices") {
   check_close(y, {2, 2, 2}, {2, 0, 0, 1, 5, 3, 3, 4});
 }
 
-TEST_CASE("Gather: scalar index drops the axis; f64, bool and u8 data") {
+TEST_CASE("Gather: scalar index drops the axis, f64, bool and u8 data") {
   // data[3,2] = [[0,1],[2,3],[4,5]]: index 1 -> [2,3]; along axis 1 -> [1,3,5]
   check_close(run_op(OpKind::Gather, {iota<double>({3, 2}), Tensor::scalar<int64_t>(1)})[0], {2},
               {2, 3});
@@ -44,7 +44,7 @@ TEST_CASE("Gather: scalar index drops the axis; f64, bool and u8 data") {
   check_close(u, {2}, {246, 240});
 }
 
-TEST_CASE("Gather: size-1 and zero-size dims; constant indices give a static shape") {
+TEST_CASE("Gather: size-1 and zero-size dims, constant indices give a static shape") {
   // Empty indices, an empty data axis that is not gathered, and a size-1 axis.
   check_close(run_op(OpKind::Gather, {iota<float>({3, 2}), Tensor(DType::i64, {0})})[0], {0, 2},
               {});

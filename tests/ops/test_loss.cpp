@@ -57,7 +57,7 @@ TEST_CASE("SoftmaxCrossEntropyLoss: 2-D scores, every reduction, weights, ignore
   check_close(both[1], {2, 3}, log_softmax_ncd(x, 2, 3, 1));
 }
 
-TEST_CASE("SoftmaxCrossEntropyLoss: N-d scores [N, C, d1, d2] and i32 labels, f64") {
+TEST_CASE("SoftmaxCrossEntropyLoss: N-d scores (N, C, d1, d2) and i32 labels, f64") {
   const Tensor x = random_f64({2, 3, 2, 2}, 7);
   const Tensor y = Tensor::from<int32_t>({2, 2, 2}, {0, 1, 2, 2, 1, 0, 0, 1});
   const std::vector<double> lp = log_softmax_ncd(x, 2, 3, 4);

@@ -265,7 +265,7 @@ TEST_CASE("LSTM: random inputs match a per-timestep reference") {
   check_against_reference(k, 11);
 }
 
-TEST_CASE("LSTM: activation names are case-insensitive; a missing alpha takes the default") {
+TEST_CASE("LSTM: activation names are case-insensitive, a missing alpha takes the default") {
   Config k;
   k.acts = {"Sigmoid", "LeakyRelu", "Relu"};
   Attributes a = attrs_of(k);

@@ -50,7 +50,7 @@ TEST_CASE("Sinh / Cosh / Asinh / Acosh / Atanh: hand-computed, domain edges") {
   check_close(run_op(OpKind::Cosh, {f32({1}, {100})})[0], {1}, {kInf});  // overflows f32
 }
 
-TEST_CASE("Round halves to even; Ceil and Floor; inf and NaN pass through") {
+TEST_CASE("Round halves to even, Ceil and Floor, inf and NaN pass through") {
   const Tensor x = f32({9}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 2.4f, 2.6f, -2.6f});
   check_close(run_op(OpKind::Round, {x})[0], {9}, {0, 2, 2, 0, -2, -2, 2, 3, -3});
   const Tensor y = f32({7}, {-1.5f, -0.2f, 0, 1.2f, 2, kInfF, NAN});

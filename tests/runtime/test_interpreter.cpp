@@ -97,7 +97,7 @@ TEST_CASE("Session: named inputs and outputs, per-op times") {
       "has no input named 'z'"));
 }
 
-TEST_CASE("Session: a kernel error carries node and op; the session stays usable") {
+TEST_CASE("Session: a kernel error carries node and op, the session stays usable") {
   GraphBuilder b("div");
   ValueId x = b.input("x", DType::i32, {2});
   b.output(b.div(b.scalar<int32_t>(10), x), "q");

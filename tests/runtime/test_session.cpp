@@ -37,7 +37,7 @@ TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops
   CHECK_FALSE(ref.planned());
 }
 
-TEST_CASE("Session: the same shapes every run leave every op stable; both regions compile") {
+TEST_CASE("Session: the same shapes every run leave every op stable, both regions compile") {
   Session s(split_mlp(), SessionOptions{.warmup_runs = 2});
   s.run({random_f32({3, 4}, 1)});
   s.run({random_f32({3, 4}, 2)});

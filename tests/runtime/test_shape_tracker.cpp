@@ -62,7 +62,7 @@ Graph attention() {
 std::vector<Tensor> seq(int64_t n) { return {random_f32({1, n, 8}, static_cast<uint32_t>(n))}; }
 }  // namespace
 
-TEST_CASE("ShapeTracker: MLP with a changing batch; the weight-only Transpose stays stable") {
+TEST_CASE("ShapeTracker: MLP with a changing batch, the weight-only Transpose stays stable") {
   Graph g = mlp();
   ShapeTracker st(g);
   warm_up(g, st, {batch(2), batch(2), batch(5)});
@@ -115,7 +115,7 @@ TEST_CASE("ShapeTracker: one data set repeated, or several with the same shapes:
   }
 }
 
-TEST_CASE("ShapeTracker: attention block with a changing sequence length; changed is sticky") {
+TEST_CASE("ShapeTracker: attention block with a changing sequence length, changed is sticky") {
   Graph g = attention();
   ShapeTracker st(g);
   Interpreter interp(g);

@@ -74,7 +74,7 @@ TEST_CASE("per_signature: the encoder block over changing batch and sequence len
   CHECK(r.regions[0].kernel_calls == 1);  // {2,8}: interpreted once, then its kernel
 }
 
-TEST_CASE("per_signature: a repeated signature does not recompile; a new one recompiles all") {
+TEST_CASE("per_signature: a repeated signature does not recompile, a new one recompiles all") {
   Session s(split_mlp(), per_signature());
   run_checked(s, {2});
   Report r = s.report();
@@ -122,7 +122,7 @@ TEST_CASE("profile_guided compiles each stable region once over the same cycling
   CHECK(w.compilations == 3 * 2);
 }
 
-TEST_CASE("profile_guided: a short batch re-plans the batch region away; nothing recompiles") {
+TEST_CASE("profile_guided: a short last batch falls back, keeps the kernel, nothing recompiles") {
   // Training-style: batch 4, with a short last batch of 1 every third call.
   std::vector<int64_t> batches{4, 4, 4};
   for (int epoch = 0; epoch < 8; ++epoch) batches.insert(batches.end(), {4, 4, 1});
@@ -131,12 +131,20 @@ TEST_CASE("profile_guided: a short batch re-plans the batch region away; nothing
   REQUIRE(guided.report().regions.size() == 2);  // everything stable: both regions compiled
   CHECK(guided.report().compilations == 2);
   run_checked(guided, batches, 50);
+  // The batch region misses its guard once per epoch, fewer times than its kernel runs: it
+  // falls back for that call and stays planned (see SessionOptions::max_guard_misses).
   const Report g = guided.report();
-  CHECK(g.replans == 1);
-  REQUIRE(g.regions.size() == 1);
-  CHECK(g.regions[0].nodes == kWeightRegion);
-  CHECK(g.regions[0].compiles == 1);
-  CHECK(g.compilations == 2);  // the weight branch was kept, not compiled again
+  CHECK(g.replans == 0);
+  REQUIRE(g.regions.size() == 2);
+  int64_t misses = 0, calls = 0;
+  for (const RegionReport& r : g.regions) {
+    CHECK(r.compiles == 1);
+    misses += r.guard_misses;
+    calls += r.kernel_calls;
+  }
+  CHECK(misses == 8);                                            // the 8 short batches
+  CHECK(calls == 2 * static_cast<int64_t>(batches.size()) - 8);  // the weight region always hits
+  CHECK(g.compilations == 2);
 
   Session whole(split_mlp(), per_signature());
   run_checked(whole, batches, 50);
