@@ -5,9 +5,11 @@
 // the element its consumers read, so a bias and an activation after it cost no extra pass.
 //
 // An operand that is a region input (or a region input transposed in its last two dims) is
-// passed to the GEMM in place; an operand computed in the region is first materialised into a
-// kernel-local buffer by a loop nest of its own. Batch dims broadcast as in numpy: the offsets of
-// each batch item's A and B matrices are constants in the module.
+// passed to the GEMM in place; a B that is a large f32 constant of the graph goes to
+// sgraph_gemm_const_b_f32, which packs it once per plan (the weights of a linear layer); an operand
+// computed in the region is first materialised into a kernel-local buffer by a loop nest of its
+// own. Batch dims broadcast as in numpy: the offsets of each batch item's A and B matrices are
+// constants in the module.
 #include <algorithm>
 
 #include "jit/element.h"
@@ -156,8 +158,39 @@ void KernelBuilder::materialise_contraction(const Node& n) {
   const auto base = [&](const Operand& o) {
     return o.local.slot >= 0 ? kernel_ptrs_[o.local.slot] : kernel_ptrs_[slot_of_[o.value]];
   };
-  call_gemm(g_.values[n.outputs[0]].dtype, c.M, c.N, c.K, base(p.a), c.a_off, p.a.trans, base(p.b),
-            c.b_off, p.b.trans, kernel_ptrs_[p.product.slot], c.alpha);
+  const DType t = g_.values[n.outputs[0]].dtype;
+  if (packs_b(t, p.b, c)) {
+    call_gemm_const_b(c.M, c.N, c.K, base(p.a), c.a_off, p.a.trans, base(p.b), p.b.trans,
+                      kernel_ptrs_[p.product.slot], c.alpha);
+    return;
+  }
+  call_gemm(t, c.M, c.N, c.K, base(p.a), c.a_off, p.a.trans, base(p.b), c.b_off, p.b.trans,
+            kernel_ptrs_[p.product.slot], c.alpha);
+}
+
+// A B operand worth packing once: an f32 constant of the graph (read in place), the same matrix
+// for every batch item, of at least kMinPacked elements.
+bool KernelBuilder::packs_b(DType t, const Operand& b, const Contraction& c) const {
+  constexpr int64_t kMinPacked = 64 * 64;
+  return t == DType::f32 && b.local.slot < 0 && g_.values[b.value].initializer.defined() &&
+         c.K * c.N >= kMinPacked &&
+         std::all_of(c.b_off.begin(), c.b_off.end(), [](int64_t o) { return o == 0; });
+}
+
+void KernelBuilder::call_gemm_const_b(int64_t M, int64_t N, int64_t K, Value* a,
+                                      const std::vector<int64_t>& a_off, bool ta, Value* b, bool tb,
+                                      Value* c, double alpha) {
+  llvm::Type* i64t = b_.getInt64Ty();
+  llvm::Type* ptr = b_.getPtrTy();
+  Value* offsets = std::all_of(a_off.begin(), a_off.end(), [](int64_t o) { return o == 0; })
+                       ? llvm::ConstantPointerNull::get(b_.getPtrTy())
+                       : i64_array(a_off);
+  llvm::FunctionCallee gemm =
+      m_.getOrInsertFunction("sgraph_gemm_const_b_f32", b_.getVoidTy(), ptr, i64t, i64t, i64t, i64t,
+                             ptr, ptr, i64t, ptr, i64t, ptr, b_.getDoubleTy());
+  b_.CreateCall(gemm, {kernel_->getArg(2), i64(static_cast<int64_t>(a_off.size())), i64(M), i64(N),
+                       i64(K), a, offsets, i64(ta ? 1 : 0), b, i64(tb ? 1 : 0), c,
+                       llvm::ConstantFP::get(b_.getDoubleTy(), alpha)});
 }
 
 void KernelBuilder::call_gemm(DType t, int64_t M, int64_t N, int64_t K, Value* a,

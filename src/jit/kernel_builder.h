@@ -174,6 +174,11 @@ class KernelBuilder {
   void call_gemm(DType t, int64_t M, int64_t N, int64_t K, llvm::Value* a,
                  const std::vector<int64_t>& a_off, bool ta, llvm::Value* b,
                  const std::vector<int64_t>& b_off, bool tb, llvm::Value* c, double alpha);
+  // sgraph_gemm_const_b_f32 for a B packs_b() accepts: packed once per plan.
+  bool packs_b(DType t, const Operand& b, const Contraction& c) const;
+  void call_gemm_const_b(int64_t M, int64_t N, int64_t K, llvm::Value* a,
+                         const std::vector<int64_t>& a_off, bool ta, llvm::Value* b, bool tb,
+                         llvm::Value* c, double alpha);
 
   // ---- conv.cpp ----
   Index channel_index(const Node& n, ValueId v, const Index& idx);

@@ -2,6 +2,11 @@
 #include "jit/kernel_runtime.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
 
 #include "ops/gemm_kernel.h"
 #include "runtime/parallel.h"
@@ -17,13 +22,20 @@ struct GemmJob {
   bool ta, tb;
   T* c;
   T alpha;
+  const sgraph::ops::PackedB* packed = nullptr;  // B, packed (then b and b_off are unused)
 
   void run(int64_t item) const {
     const int64_t i = item / row_blocks, r0 = (item % row_blocks) * rows_per_block;
     const int64_t rows = std::min(rows_per_block, M - r0);
     const T* ai = a + (a_off ? a_off[i] : 0) + (ta ? r0 : r0 * K);
-    const T* bi = b + (b_off ? b_off[i] : 0);
     T* ci = c + i * M * N + r0 * N;
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed) {
+        sgraph::ops::gemm_packed(rows, ai, ta, *packed, ci, alpha);
+        return;
+      }
+    }
+    const T* bi = b + (b_off ? b_off[i] : 0);
     sgraph::ops::gemm<T>(rows, N, K, ai, ta, bi, tb, ci, alpha);  // row blocks only when !ta
   }
   static void nest(void* const* ptrs, int64_t begin, int64_t end) {
@@ -35,7 +47,7 @@ struct GemmJob {
 template <class T>
 void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const T* a,
                   const int64_t* a_off, int64_t ta, const T* b, const int64_t* b_off, int64_t tb,
-                  T* c, double alpha) {
+                  T* c, double alpha, const sgraph::ops::PackedB* packed = nullptr) {
   const int threads = ctx ? static_cast<sgraph::KernelContext*>(ctx)->threads : 1;
   // Row blocks only when the batch alone cannot keep the threads busy, and only of a row-major A
   // (a block of rows of A^T is not a dense matrix).
@@ -45,12 +57,26 @@ void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
   row_blocks = std::max<int64_t>(row_blocks, 1);
   const int64_t rows_per_block = (M + row_blocks - 1) / row_blocks;
   row_blocks = (M + rows_per_block - 1) / rows_per_block;
-  const GemmJob<T> job{M,     N,       K,       row_blocks, rows_per_block,       a, b, a_off,
-                       b_off, ta != 0, tb != 0, c,          static_cast<T>(alpha)};
+  const GemmJob<T> job{M,     N,       K,       row_blocks, rows_per_block,        a,     b, a_off,
+                       b_off, ta != 0, tb != 0, c,          static_cast<T>(alpha), packed};
   if (M == 0 || N == 0 || batch == 0) return;
   sgraph_parallel_for(ctx, &GemmJob<T>::nest, reinterpret_cast<void* const*>(&job),
                       batch * row_blocks);
 }
+
+// A plan's packed constant B operands, by address and geometry.
+struct PackedCache {
+  std::mutex mutex;
+  std::map<std::tuple<const float*, int64_t, int64_t, bool>, std::unique_ptr<sgraph::ops::PackedB>>
+      packed;
+
+  const sgraph::ops::PackedB& get(const float* b, int64_t K, int64_t N, bool tb) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& p = packed[{b, K, N, tb}];
+    if (!p) p = std::make_unique<sgraph::ops::PackedB>(K, N, b, tb);
+    return *p;
+  }
+};
 
 }  // namespace
 
@@ -64,5 +90,26 @@ void sgraph_gemm_f64(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, 
                      const int64_t* a_off, int64_t trans_a, const double* b, const int64_t* b_off,
                      int64_t trans_b, double* c, double alpha) {
   batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+}
+void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
+                             const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
+                             int64_t trans_b, float* c, double alpha) {
+  if (ctx == nullptr || M == 0 || N == 0 || K == 0 || batch == 0) {
+    batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, nullptr, trans_b, c, alpha);
+    return;
+  }
+  auto& kc = *static_cast<sgraph::KernelContext*>(ctx);
+  if (!kc.gemm_cache) kc.gemm_cache = std::make_shared<PackedCache>();
+  const sgraph::ops::PackedB& packed =
+      static_cast<PackedCache*>(kc.gemm_cache.get())->get(b, K, N, trans_b != 0);
+  // Batch items whose A matrices follow each other are one product of batch * M rows.
+  bool stacked = trans_a == 0;
+  for (int64_t i = 0; stacked && i < batch; ++i) stacked = (a_off ? a_off[i] : 0) == i * M * K;
+  if (stacked && batch > 1) {
+    M *= batch;
+    batch = 1;
+    a_off = nullptr;
+  }
+  batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, nullptr, trans_b, c, alpha, &packed);
 }
 }

@@ -11,6 +11,7 @@ std::span<const std::pair<const char*, void*>> runtime_symbols() {
       {"sgraph_parallel_for", reinterpret_cast<void*>(&sgraph_parallel_for)},
       {"sgraph_gemm_f32", reinterpret_cast<void*>(&sgraph_gemm_f32)},
       {"sgraph_gemm_f64", reinterpret_cast<void*>(&sgraph_gemm_f64)},
+      {"sgraph_gemm_const_b_f32", reinterpret_cast<void*>(&sgraph_gemm_const_b_f32)},
   };
   return table;
 }

@@ -2,6 +2,8 @@
 // gemm_eigen.inc compiled per instruction set) and runs integers through a plain loop.
 #include "ops/gemm_kernel.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -118,6 +120,53 @@ void gemm_with(GemmIsa isa, int64_t M, int64_t N, int64_t K, const T* a, bool tr
                bool trans_b, T* c, T alpha, T beta) {
   SG_ASSERT(gemm_isa_supported(isa)) << "this CPU cannot run the " << gemm_isa_name(isa) << " GEMM";
   float_gemm(kernels_of(isa), M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
+}
+
+namespace {
+constexpr int64_t kAlign = 16;  // floats: 64 bytes
+
+float* aligned(std::vector<float>& v) {
+  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
+  return v.data() + (kAlign - (at / sizeof(float)) % kAlign) % kAlign;
+}
+}  // namespace
+
+PackedB::PackedB(int64_t K, int64_t N, const float* b, bool trans_b)
+    : PackedB(gemm_isa(), K, N, b, trans_b) {}
+
+PackedB::PackedB(GemmIsa isa, int64_t K, int64_t N, const float* b, bool trans_b) {
+  SG_ASSERT(K > 0 && N > 0) << "packing an empty GEMM operand";
+  SG_ASSERT(gemm_isa_supported(isa)) << "this CPU cannot run the " << gemm_isa_name(isa) << " GEMM";
+  const GemmKernels& k = kernels_of(isa);
+  p_.isa = isa;
+  p_.trans_b = trans_b;
+  p_.K = K;
+  p_.N = N;
+  k.blocking_f32(K, N, &p_.kc, &p_.mc, &p_.nc);
+  int64_t at = 0;
+  for (int64_t k0 = 0; k0 < K; k0 += p_.kc)
+    for (int64_t n0 = 0; n0 < N; n0 += p_.mc) {
+      offsets_.push_back(at);
+      at += (std::min(p_.kc, K - k0) * std::min(p_.mc, N - n0) + kAlign - 1) / kAlign * kAlign;
+    }
+  storage_.resize(static_cast<size_t>(at + kAlign));
+  p_.offsets = offsets_.data();
+  p_.data = aligned(storage_);
+  k.pack_f32(p_, b);
+}
+
+void gemm_packed(int64_t M, const float* a, bool trans_a, const PackedB& b, float* c, float alpha,
+                 float beta) {
+  const PackedGemmB& p = b.view();
+  if (M == 0) return;
+  if (beta == 0)
+    std::fill(c, c + M * p.N, 0.0f);
+  else if (beta != 1)
+    for (int64_t i = 0; i < M * p.N; ++i) c[i] *= beta;
+  thread_local std::vector<float> work;  // the packed rows of A, per thread
+  if (work.size() < static_cast<size_t>(p.kc * p.nc + kAlign))
+    work.resize(static_cast<size_t>(p.kc * p.nc + kAlign));
+  kernels_of(p.isa).packed_f32(M, a, trans_a, p, c, alpha, aligned(work));
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*,

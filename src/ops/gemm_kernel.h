@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace sgraph::ops {
 
@@ -50,12 +51,50 @@ extern template void gemm_with<float>(GemmIsa, int64_t, int64_t, int64_t, const 
 extern template void gemm_with<double>(GemmIsa, int64_t, int64_t, int64_t, const double*, bool,
                                        const double*, bool, double*, double, double);
 
+// A constant float B operand (K x N, or N x K when trans_b) packed once into the panels one
+// variant's kernels read, so that gemm_packed does not repack it on every call as gemm does —
+// what inference runtimes do with weights (a 64 x 1024 x 1024 product whose B is not in cache
+// spends about 15% of its time packing B). Packed for gemm_isa() unless a variant is given (tests,
+// benchmarks). Holds K * N floats plus alignment; immutable once made.
+struct PackedGemmB {
+  GemmIsa isa = GemmIsa::base;
+  bool trans_b = false;
+  int64_t K = 0, N = 0;
+  int64_t kc = 0, mc = 0, nc = 0;    // cache blocks along K, N, and M (rows of A packed at once)
+  const int64_t* offsets = nullptr;  // per (K block, N block), K blocks outer: its panel in data
+  float* data = nullptr;             // 64-byte aligned
+};
+
+class PackedB {
+ public:
+  PackedB(int64_t K, int64_t N, const float* b, bool trans_b);  // K, N > 0
+  PackedB(GemmIsa isa, int64_t K, int64_t N, const float* b, bool trans_b);
+  const PackedGemmB& view() const { return p_; }
+  int64_t bytes() const { return static_cast<int64_t>(storage_.size() * sizeof(float)); }
+
+ private:
+  std::vector<int64_t> offsets_;
+  std::vector<float> storage_;
+  PackedGemmB p_;
+};
+
+// C = alpha * op(A) * B + beta * C for a packed B: op(A) is M x b.K, C is M x b.N (row-major, as
+// gemm). Runs the variant B was packed for.
+void gemm_packed(int64_t M, const float* a, bool trans_a, const PackedB& b, float* c,
+                 float alpha = 1, float beta = 0);
+
 // One variant's kernels (gemm_eigen.inc), each with gemm<T>'s contract for M, N, K > 0.
 struct GemmKernels {
   void (*f32)(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*, float,
               float);
   void (*f64)(int64_t, int64_t, int64_t, const double*, bool, const double*, bool, double*, double,
               double);
+  // Packed B: its cache blocks; packing b at offsets and data already set; C += alpha * op(A) * B
+  // with `work` of kc * nc floats, 64-byte aligned.
+  void (*blocking_f32)(int64_t K, int64_t N, int64_t* kc, int64_t* mc, int64_t* nc);
+  void (*pack_f32)(const PackedGemmB&, const float* b);
+  void (*packed_f32)(int64_t M, const float* a, bool trans_a, const PackedGemmB&, float* c,
+                     float alpha, float* work);
 };
 namespace gemm_base {
 extern const GemmKernels kernels;

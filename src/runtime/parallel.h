@@ -27,6 +27,10 @@ struct KernelContext {
   // machine's threads; null when threads == 1.
   struct Arena;
   std::unique_ptr<Arena> arena;
+  // State the kernels' runtime helpers keep for the plan's life: the GEMM's packed constant
+  // operands (jit/kernel_runtime.cpp), made on first use. Used only by the thread calling the
+  // kernel, not inside parallel nests.
+  std::shared_ptr<void> gemm_cache;
 };
 
 // The threads this machine offers (the process's CPU affinity respected).

@@ -64,6 +64,7 @@ inline std::string fresh_name() {
 struct RegionRun {
   std::vector<Tensor> got, want;  // in graph-output order
   CompiledRegion compiled;
+  bool packed_b = false;  // the kernel packed a constant GEMM operand (KernelContext::gemm_cache)
 };
 
 // Runs g's nodes as one compiled region and through the interpreter.
@@ -90,8 +91,9 @@ inline RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds,
     outs.emplace_back(g.value(v).dtype, shapes.shapes[v]);
     buffers.push_back(outs.back().raw_data());
   }
-  KernelContext ctx(threads);
-  run.compiled.kernel.fn(buffers.data(), nullptr, threads > 1 ? &ctx : nullptr);
+  KernelContext ctx(threads);  // as a Session passes one to every kernel
+  run.compiled.kernel.fn(buffers.data(), nullptr, &ctx);
+  run.packed_b = ctx.gemm_cache != nullptr;
   jit.remove(run.compiled.kernel.handle);
   for (ValueId v : g.outputs)
     run.got.push_back(outs[std::find(r.outputs.begin(), r.outputs.end(), v) - r.outputs.begin()]);

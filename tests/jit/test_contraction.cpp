@@ -131,6 +131,62 @@ TEST_CASE("JIT MatMul: f64, and large products split over threads") {
   }
 }
 
+TEST_CASE("JIT MatMul/Gemm: a large f32 constant B is packed once per plan") {
+  const auto run = [](const Graph& g, const std::vector<Tensor>& feeds, bool want_packed,
+                      int threads) {
+    const RegionRun r = run_region(g, feeds, shared_jit(), threads);
+    CHECK(r.packed_b == want_packed);
+    REQUIRE(r.got.size() == r.want.size());
+    for (size_t i = 0; i < r.got.size(); ++i)
+      test::check_tensors_close(r.got[i], r.want[i], 1e-4, 1e-5);
+  };
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    {  // batched x [2,3,40] by W [40,120] + bias, Relu: the batch items are one product
+      GraphBuilder b;
+      const ValueId x = b.input("x", DType::f32, {2, 3, 40});
+      const ValueId w = b.constant("w", test::random_f32({40, 120}, 3));
+      const ValueId y = b.add(b.matmul(x, w), b.constant("bias", test::random_f32({120}, 4)));
+      b.output(b.relu(y));
+      run(b.build(), {test::random_f32({2, 3, 40}, 5)}, true, threads);
+    }
+    {  // Gemm transB with alpha and C, A transposed in place
+      GraphBuilder b;
+      const ValueId a = b.transpose(b.input("a", DType::f32, {100, 33}));
+      const ValueId w = b.constant("w", test::random_f32({70, 100}, 6));
+      const ValueId c = b.constant("c", test::random_f32({70}, 7));
+      b.output(b.node(OpKind::Gemm, {a, w, c},
+                      Attributes{{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}})[0]);
+      run(b.build(), {test::random_f32({100, 33}, 8)}, true, threads);
+    }
+    {  // 300 rows: more than one block of rows of A, split over the threads
+      GraphBuilder b;
+      const ValueId x = b.input("x", DType::f32, {300, 64});
+      b.output(b.tanh(b.matmul(x, b.constant("w", test::random_f32({64, 96}, 9)))));
+      run(b.build(), {test::random_f32({300, 64}, 10)}, true, threads);
+    }
+  }
+  {  // small, computed, or batched constants are not packed
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {4, 8});
+    b.output(b.matmul(x, b.constant("small", test::random_f32({8, 16}, 11))));
+    run(b.build(), {test::random_f32({4, 8}, 12)}, false, 1);
+  }
+  {
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {4, 64});
+    const ValueId w = b.mul(b.constant("w", test::random_f32({64, 96}, 13)), b.scalar(2.0f));
+    b.output(b.matmul(x, w));
+    run(b.build(), {test::random_f32({4, 64}, 14)}, false, 1);
+  }
+  {
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {2, 4, 64});
+    b.output(b.matmul(x, b.constant("w", test::random_f32({2, 64, 96}, 15))));
+    run(b.build(), {test::random_f32({2, 4, 64}, 16)}, false, 1);
+  }
+}
+
 TEST_CASE("JIT MatMul: integer contractions are not compiled, with the reason") {
   GraphBuilder b;
   const ValueId x = b.input("x", DType::i64, {2, 2});

@@ -71,7 +71,50 @@ void check_variant(GemmIsa isa, const Case& c, const Problem& p) {
                                      << (bad < y.size() ? p.want[bad] : 0.0));
 }
 
+// The same check through a B packed once for `isa` (f32 only).
+void check_packed(GemmIsa isa, const Case& c, const Problem& p) {
+  std::vector<float> a(p.a.begin(), p.a.end()), b(p.b.begin(), p.b.end());
+  std::vector<float> y(p.c0.begin(), p.c0.end());
+  const PackedB packed(isa, c.K, c.N, b.data(), c.tb);
+  CHECK(packed.view().isa == isa);
+  b.assign(b.size(), sgraph::test::kNaN);  // the product must read the packed copy only
+  gemm_packed(c.M, a.data(), c.ta, packed, y.data(), float(c.alpha), float(c.beta));
+  const double tol = double(std::numeric_limits<float>::epsilon()) * double(c.K + 4);
+  size_t bad = 0;
+  while (bad < y.size() && std::abs(y[bad] - p.want[bad]) <= tol * p.mag[bad]) ++bad;
+  CHECK_MESSAGE(bad == y.size(), gemm_isa_name(isa)
+                                     << " packed M=" << c.M << " N=" << c.N << " K=" << c.K
+                                     << " trans_a=" << c.ta << " trans_b=" << c.tb
+                                     << " alpha=" << c.alpha << " beta=" << c.beta << ": element "
+                                     << bad << " is " << (bad < y.size() ? double(y[bad]) : 0.0)
+                                     << ", want " << (bad < y.size() ? p.want[bad] : 0.0));
+}
+
 }  // namespace
+
+TEST_CASE("GEMM: a packed B, on every variant the CPU runs, against a triple loop") {
+  // Sizes crossing the cache blocks: K above kc, N above mc, M above the rows packed at once.
+  constexpr Case kCases[] = {
+      {1, 1, 1, false, false, 1, 0},       {7, 33, 5, false, false, 1, 0},
+      {300, 70, 1100, false, false, 1, 0}, {64, 1030, 700, false, false, 1, 0},
+      {257, 16, 2000, false, false, 1, 0}, {64, 64, 64, false, false, 1, 0}};
+  std::mt19937 rng(11);
+  int n = 0;
+  for (Case c : kCases)
+    for (int trans = 0; trans < 4; ++trans, ++n) {
+      c.ta = (trans & 1) != 0;
+      c.tb = trans >= 2;
+      c.alpha = n % 3 == 0 ? 1.0 : -0.75;
+      c.beta = n % 3 == 2 ? 0.5 : n % 3 == 1 ? 1.0 : 0.0;
+      const Problem p = make_problem(c, rng);
+      for (GemmIsa isa : kGemmIsas)
+        if (gemm_isa_supported(isa)) check_packed(isa, c, p);
+    }
+  const PackedB big(30, 40, std::vector<float>(1200, 1.0f).data(), false);
+  CHECK(big.bytes() >= 1200 * 4);
+  CHECK(big.view().isa == gemm_isa());
+  CHECK(big.view().kc > 0);
+}
 
 TEST_CASE("GEMM: every variant the CPU runs against a triple loop, f32 and f64") {
   constexpr int64_t kSizes[] = {1, 7, 16, 33, 64, 257};
