@@ -145,8 +145,13 @@ void KernelBuilder::materialise_contraction(const Node& n) {
   ContractionPlan& p = contraction_.at(&n);
   for (Operand* o : {&p.a, &p.b}) {
     if (o->local.slot < 0) continue;
-    const Shape s = shapes_.at(o->value);
-    const ValueId v = o->value;
+    // Through views (a Flatten before a Gemm) the buffer is filled in the order of the values
+    // they view, which have the same row-major offsets: the nest loops over the viewed value's
+    // own dims, not over the view's, whose index it would have to divide back apart per element.
+    ValueId v = o->value;
+    while (producer_[v] >= 0 && index_map(g_.nodes[producer_[v]].op) == IndexMap::same_offset)
+      v = g_.nodes[producer_[v]].inputs[0];
+    const Shape s = shapes_.at(v);
     const Local l = o->local;
     loop_nest(s, true, [&](const Index& idx) {
       Value* x = element(v, idx);

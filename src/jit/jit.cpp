@@ -5,9 +5,11 @@
 #include "jit/jit.h"
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/JITLink/JITLink.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -17,6 +19,10 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <string_view>
@@ -45,6 +51,42 @@ constexpr std::pair<const char*, int> kVectorMath[] = {
     {"log1p", 1}, {"sin", 1},  {"cos", 1},  {"tan", 1},   {"asin", 1},  {"acos", 1},
     {"atan", 1},  {"sinh", 1}, {"cosh", 1}, {"asinh", 1}, {"acosh", 1}, {"atanh", 1}};
 
+// With SGRAPH_PERF_MAP=1: every function the JIT links (kernels and their outlined nests) gets a
+// line "<address> <size> <name>" in /tmp/perf-<pid>.map, the file `perf report` reads to name
+// JIT code. Append-only: removed kernels keep their lines.
+class PerfMap final : public llvm::orc::ObjectLinkingLayer::Plugin {
+ public:
+  void modifyPassConfig(llvm::orc::MaterializationResponsibility&, llvm::jitlink::LinkGraph&,
+                        llvm::jitlink::PassConfiguration& config) override {
+    config.PostFixupPasses.push_back([this](llvm::jitlink::LinkGraph& g) {
+      std::lock_guard lock(mu_);
+      const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+      if (FILE* f = std::fopen(path.c_str(), "a")) {
+        for (llvm::jitlink::Symbol* sym : g.defined_symbols())
+          if (sym->hasName() && sym->getSize() > 0 &&
+              (static_cast<unsigned>(sym->getBlock().getSection().getMemProt()) &
+               static_cast<unsigned>(llvm::orc::MemProt::Exec)) != 0)
+            std::fprintf(
+                f, "%llx %llx %s\n", static_cast<unsigned long long>(sym->getAddress().getValue()),
+                static_cast<unsigned long long>(sym->getSize()), sym->getName().str().c_str());
+        std::fclose(f);
+      }
+      return llvm::Error::success();
+    });
+  }
+  llvm::Error notifyFailed(llvm::orc::MaterializationResponsibility&) override {
+    return llvm::Error::success();
+  }
+  llvm::Error notifyRemovingResources(llvm::orc::JITDylib&, llvm::orc::ResourceKey) override {
+    return llvm::Error::success();
+  }
+  void notifyTransferringResources(llvm::orc::JITDylib&, llvm::orc::ResourceKey,
+                                   llvm::orc::ResourceKey) override {}
+
+ private:
+  std::mutex mu_;
+};
+
 }  // namespace
 
 struct Jit::Impl {
@@ -57,6 +99,7 @@ struct Jit::Impl {
   std::unordered_map<uint64_t, llvm::orc::ResourceTrackerSP> trackers;
   uint64_t next_handle = 1;
   bool keep_ir = false;
+  bool perf_map = false;  // SGRAPH_PERF_MAP=1
   std::string last_ir, last_asm;
 
   // The module's machine code as assembly text, generated from a copy (the JIT generates its own
@@ -133,6 +176,15 @@ std::unique_ptr<Jit> Jit::create() {
   impl->tm = take(jtmb.createTargetMachine(), "creating the target machine");
   impl->lljit =
       take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating the JIT");
+  if (const char* env = std::getenv("SGRAPH_PERF_MAP"); env && std::string_view(env) == "1") {
+    if (auto* linker =
+            llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&impl->lljit->getObjLinkingLayer())) {
+      linker->addPlugin(std::make_unique<PerfMap>());
+      impl->perf_map = true;
+    } else {
+      SG_LOG(1) << "JIT: SGRAPH_PERF_MAP ignored: the JIT does not link with JITLink here";
+    }
+  }
   impl->tlii = llvm::TargetLibraryInfoImpl(impl->tm->getTargetTriple());
   llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
   const char prefix = impl->lljit->getDataLayout().getGlobalPrefix();
@@ -174,6 +226,9 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   llvm::raw_string_ostream os(problems);
   SG_CHECK(!llvm::verifyModule(m, &os)) << "JIT: kernel '" << name << "' is invalid: " << problems;
   j.optimise(m);
+  if (j.perf_map)  // local functions' names do not reach the linker: make them global, after
+    for (llvm::Function& f : m)  // optimising, so that the profiled code is the same
+      if (!f.isDeclaration() && f.hasLocalLinkage()) f.setLinkage(llvm::Function::ExternalLinkage);
   if (j.keep_ir || debug_level() >= 3) {
     j.last_ir.clear();
     llvm::raw_string_ostream ir(j.last_ir);

@@ -1,10 +1,15 @@
 // The region compiler: every op with an element emitter, alone and followed by another op, on
 // broadcast, size-1, odd and large shapes; index ops in the middle of regions; several outputs.
 // Each region is compiled into one kernel and compared with the interpreter on random data.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 #include "jit/region_test_util.h"
@@ -327,6 +332,36 @@ TEST_CASE("JIT: elementwise f32 regions vectorise, libm calls through libmvec") 
   CHECK((test::contains(assembly, "%zmm") || test::contains(assembly, "%ymm")));
   CHECK(test::contains(assembly, "_ZGV"));
   MESSAGE("compiled in " << run.compiled.compile_ms << " ms");
+}
+
+TEST_CASE("JIT: SGRAPH_PERF_MAP=1 names the kernel and its nests in /tmp/perf-<pid>.map") {
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::remove(path.c_str());
+  setenv("SGRAPH_PERF_MAP", "1", 1);
+  std::unique_ptr<Jit> jit = Jit::create();
+  unsetenv("SGRAPH_PERF_MAP");
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {64, 64});
+  b.output(b.softmax(b.mul(x, b.scalar(2.0f))));  // several nests
+  const Tensor tx = test::random_f32({64, 64}, 1);
+  const RegionRun run = run_region(b.build(), {tx}, *jit);
+  test::check_tensors_close(run.got[0], run.want[0]);
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::string line;
+  int kernels = 0, nests = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string addr, size, name;
+    fields >> addr >> size >> name;
+    CHECK(std::stoull(addr, nullptr, 16) != 0);
+    CHECK(std::stoull(size, nullptr, 16) > 0);
+    kernels += name.rfind("test_region_", 0) == 0 && name.find(".n") == std::string::npos;
+    nests += name.find(".n") != std::string::npos;
+  }
+  CHECK(kernels == 1);
+  CHECK(nests >= 2);
+  std::remove(path.c_str());
 }
 
 TEST_CASE("JIT: a kernel can be removed and its name used again") {
