@@ -5,12 +5,15 @@
 #include "jit/jit.h"
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -87,6 +90,42 @@ class PerfMap final : public llvm::orc::ObjectLinkingLayer::Plugin {
   std::mutex mu_;
 };
 
+// See kStreamBytes in jit.h.
+void stream_stores(llvm::Module& m) {
+  llvm::MDNode* nontemporal =
+      llvm::MDNode::get(m.getContext(), llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                            llvm::Type::getInt32Ty(m.getContext()), 1)));
+  for (llvm::Function& f : m) {
+    // Not in loops calling functions (libmvec's exp): there the stores are not the bottleneck and
+    // streaming them made the loop slower (a chain with exp 7.8 -> 9.4 ms, softmax similar).
+    bool calls = false;
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb)
+        if (auto* call = llvm::dyn_cast<llvm::CallBase>(&i))
+          calls = calls || !call->getCalledFunction() || !call->getCalledFunction()->isIntrinsic();
+    if (calls) continue;
+    bool any = false;
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb) {
+        auto* st = llvm::dyn_cast<llvm::StoreInst>(&i);
+        if (!st || !st->getValueOperand()->getType()->isVectorTy()) continue;
+        const auto* base =
+            llvm::dyn_cast<llvm::LoadInst>(llvm::getUnderlyingObject(st->getPointerOperand()));
+        if (!base || !base->getMetadata(kStreamMetadata)) continue;
+        const llvm::TypeSize size =
+            m.getDataLayout().getTypeStoreSize(st->getValueOperand()->getType());
+        if (size.isScalable() || st->getAlign().value() < size.getFixedValue()) continue;
+        st->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
+        any = true;
+      }
+    if (!any) continue;
+    llvm::Function* sfence = llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::x86_sse_sfence);
+    for (llvm::BasicBlock& bb : f)
+      if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(bb.getTerminator()))
+        llvm::CallInst::Create(sfence, "", ret);
+  }
+}
+
 }  // namespace
 
 struct Jit::Impl {
@@ -99,7 +138,8 @@ struct Jit::Impl {
   std::unordered_map<uint64_t, llvm::orc::ResourceTrackerSP> trackers;
   uint64_t next_handle = 1;
   bool keep_ir = false;
-  bool perf_map = false;  // SGRAPH_PERF_MAP=1
+  bool perf_map = false;          // SGRAPH_PERF_MAP=1
+  bool streaming_stores = false;  // an x86 target (sfence)
   std::string last_ir, last_asm;
 
   // The module's machine code as assembly text, generated from a copy (the JIT generates its own
@@ -185,6 +225,7 @@ std::unique_ptr<Jit> Jit::create() {
       SG_LOG(1) << "JIT: SGRAPH_PERF_MAP ignored: the JIT does not link with JITLink here";
     }
   }
+  impl->streaming_stores = impl->tm->getTargetTriple().isX86();
   impl->tlii = llvm::TargetLibraryInfoImpl(impl->tm->getTargetTriple());
   llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
   const char prefix = impl->lljit->getDataLayout().getGlobalPrefix();
@@ -226,6 +267,7 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   llvm::raw_string_ostream os(problems);
   SG_CHECK(!llvm::verifyModule(m, &os)) << "JIT: kernel '" << name << "' is invalid: " << problems;
   j.optimise(m);
+  if (j.streaming_stores) stream_stores(m);
   if (j.perf_map)  // local functions' names do not reach the linker: make them global, after
     for (llvm::Function& f : m)  // optimising, so that the profiled code is the same
       if (!f.isDeclaration() && f.hasLocalLinkage()) f.setLinkage(llvm::Function::ExternalLinkage);

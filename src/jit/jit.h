@@ -28,6 +28,16 @@ class Module;
 
 namespace sgraph::jit {
 
+// Streaming stores. A loop nest writing an output of at least kStreamBytes (far beyond the
+// caches: the data is evicted before anyone reads it) marks the pointer it loads for it with
+// kStreamMetadata; after optimising, add() makes each vector store through such a pointer whose
+// known alignment covers its size non-temporal, and fences the function's returns (x86 only),
+// unless the function calls out (vector math: there streaming made loops slower). A non-temporal
+// store skips the read-for-ownership of the line it writes: a streamed y = 2x + 1 moved 32 GB/s
+// against 23 GB/s with plain stores (a 64 MiB array, this machine).
+inline constexpr int64_t kStreamBytes = int64_t{16} << 20;
+inline constexpr const char* kStreamMetadata = "sgraph.stream";
+
 // A region kernel: buffers = the region's input data pointers, then its output data pointers, in
 // Region::inputs / Region::outputs order. dims and ctx are reserved (nullptr for now).
 using KernelFn = void (*)(void* const* buffers, const int64_t* dims, void* ctx);

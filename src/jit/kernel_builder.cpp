@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "jit/element.h"
+#include "jit/jit.h"
 #include "jit/region_compiler.h"
 #include "ops/op.h"
 
@@ -42,8 +43,13 @@ void KernelBuilder::build(const std::string& name) {
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel_));
   for (ValueId v : r_.inputs)
     slot_of_[v] = add_slot(memory_type(ctx_, g_.values[v].dtype), true, false);
-  for (ValueId v : r_.outputs)
-    slot_of_[v] = add_slot(memory_type(ctx_, g_.values[v].dtype), false, true);
+  for (ValueId v : r_.outputs) {
+    llvm::Type* t = memory_type(ctx_, g_.values[v].dtype);
+    slot_of_[v] = add_slot(t, false, true);
+    const auto bytes =
+        numel(shapes_.at(v)) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
+    slots_.back().stream = bytes >= kStreamBytes;
+  }
   const size_t nargs = slots_.size();
   // Kernel-local buffers, then the pointer table, then one nest per materialised value in the
   // region's (topological) node order, then one per output.
@@ -196,7 +202,13 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
       args.push_back(llvm::PoisonValue::get(ptr));
       continue;
     }
-    args.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), i)));
+    llvm::LoadInst* p = b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), i));
+    if (slots_[i].output) {  // region outputs are 64-byte aligned (ExecutableGraph checks)
+      p->setMetadata(llvm::LLVMContext::MD_align,
+                     llvm::MDNode::get(ctx_, llvm::ConstantAsMetadata::get(b_.getInt64(64))));
+      if (slots_[i].stream) p->setMetadata(kStreamMetadata, llvm::MDNode::get(ctx_, {}));
+    }
+    args.push_back(p);
     llvm::AttrBuilder ab(ctx_);
     ab.addAttribute(llvm::Attribute::NoAlias).addAttribute(llvm::Attribute::NoCapture);
     if (slots_[i].input) ab.addAttribute(llvm::Attribute::ReadOnly);

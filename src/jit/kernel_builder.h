@@ -72,6 +72,7 @@ class KernelBuilder {
   struct Slot {
     llvm::Type* type = nullptr;  // element type in memory
     bool input = false, output = false;
+    bool stream = false;  // a region output of at least kStreamBytes: stored non-temporally
   };
   struct Local {
     int slot = -1;

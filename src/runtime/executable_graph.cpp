@@ -186,6 +186,8 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
       env[v] = t;
     }
     buffers.push_back(env[v].raw_data());
+    SG_ASSERT(reinterpret_cast<uintptr_t>(buffers.back()) % 64 == 0)
+        << "a kernel output buffer is not 64-byte aligned";  // the kernels assume it
   }
   r.fn(buffers.data(), nullptr, r.ctx.get());
   ++r.kernel_calls;

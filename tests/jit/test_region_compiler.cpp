@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "jit/region_test_util.h"
 #include "ops/op.h"
@@ -362,6 +363,31 @@ TEST_CASE("JIT: SGRAPH_PERF_MAP=1 names the kernel and its nests in /tmp/perf-<p
   CHECK(kernels == 1);
   CHECK(nests >= 2);
   std::remove(path.c_str());
+}
+
+TEST_CASE("JIT: outputs beyond the caches are stored non-temporally, not in loops calling out") {
+  std::unique_ptr<Jit> jit = Jit::create();
+  jit->keep_ir(true);
+  const bool x86 = test::contains(jit->target_triple(), "x86_64");
+  const auto build = [](int64_t n, bool with_exp) {
+    GraphBuilder b;
+    ValueId x = b.input("x", DType::f32, {n});
+    x = b.add(b.mul(x, b.scalar(0.5f)), b.scalar(0.25f));
+    b.output(with_exp ? b.exp(x) : x);
+    return b.build();
+  };
+  const int64_t big = kStreamBytes / 4, small = 1 << 16;
+  for (auto [n, with_exp, streamed] : {std::tuple{big, false, x86}, std::tuple{small, false, false},
+                                       std::tuple{big, true, false}}) {
+    CAPTURE(n);
+    CAPTURE(with_exp);
+    const Tensor x = test::random_f32({n}, 3);
+    const RegionRun run = run_region(build(n, with_exp), {x}, *jit);
+    test::check_tensors_close(run.got[0], run.want[0]);
+    const std::string ir = jit->last_ir();
+    CHECK(test::contains(ir, "!nontemporal") == streamed);
+    CHECK(test::contains(ir, "llvm.x86.sse.sfence") == streamed);
+  }
 }
 
 TEST_CASE("JIT: a kernel can be removed and its name used again") {
