@@ -164,13 +164,8 @@ void KernelBuilder::materialise_contraction(const Node& n) {
     return o.local.slot >= 0 ? kernel_ptrs_[o.local.slot] : kernel_ptrs_[slot_of_[o.value]];
   };
   const DType t = g_.values[n.outputs[0]].dtype;
-  if (packs_b(t, p.b, c)) {
-    call_gemm_const_b(c.M, c.N, c.K, base(p.a), c.a_off, p.a.trans, base(p.b), p.b.trans,
-                      kernel_ptrs_[p.product.slot], c.alpha);
-    return;
-  }
   call_gemm(t, c.M, c.N, c.K, base(p.a), c.a_off, p.a.trans, base(p.b), c.b_off, p.b.trans,
-            kernel_ptrs_[p.product.slot], c.alpha);
+            kernel_ptrs_[p.product.slot], c.alpha, packs_b(t, p.b, c));
 }
 
 // A B operand worth packing once: an f32 constant of the graph (read in place), the same matrix
@@ -182,25 +177,10 @@ bool KernelBuilder::packs_b(DType t, const Operand& b, const Contraction& c) con
          std::all_of(c.b_off.begin(), c.b_off.end(), [](int64_t o) { return o == 0; });
 }
 
-void KernelBuilder::call_gemm_const_b(int64_t M, int64_t N, int64_t K, Value* a,
-                                      const std::vector<int64_t>& a_off, bool ta, Value* b, bool tb,
-                                      Value* c, double alpha) {
-  llvm::Type* i64t = b_.getInt64Ty();
-  llvm::Type* ptr = b_.getPtrTy();
-  Value* offsets = std::all_of(a_off.begin(), a_off.end(), [](int64_t o) { return o == 0; })
-                       ? llvm::ConstantPointerNull::get(b_.getPtrTy())
-                       : i64_array(a_off);
-  llvm::FunctionCallee gemm =
-      m_.getOrInsertFunction("sgraph_gemm_const_b_f32", b_.getVoidTy(), ptr, i64t, i64t, i64t, i64t,
-                             ptr, ptr, i64t, ptr, i64t, ptr, b_.getDoubleTy());
-  b_.CreateCall(gemm, {kernel_->getArg(2), i64(static_cast<int64_t>(a_off.size())), i64(M), i64(N),
-                       i64(K), a, offsets, i64(ta ? 1 : 0), b, i64(tb ? 1 : 0), c,
-                       llvm::ConstantFP::get(b_.getDoubleTy(), alpha)});
-}
-
 void KernelBuilder::call_gemm(DType t, int64_t M, int64_t N, int64_t K, Value* a,
                               const std::vector<int64_t>& a_off, bool ta, Value* b,
-                              const std::vector<int64_t>& b_off, bool tb, Value* c, double alpha) {
+                              const std::vector<int64_t>& b_off, bool tb, Value* c, double alpha,
+                              bool const_b) {
   SG_ASSERT(a_off.size() == b_off.size()) << "GEMM batch offsets differ in count";
   llvm::Type* i64t = b_.getInt64Ty();
   llvm::Type* ptr = b_.getPtrTy();
@@ -209,9 +189,13 @@ void KernelBuilder::call_gemm(DType t, int64_t M, int64_t N, int64_t K, Value* a
       return llvm::ConstantPointerNull::get(b_.getPtrTy());
     return i64_array(off);
   };
-  llvm::FunctionCallee gemm = m_.getOrInsertFunction(
-      t == DType::f32 ? "sgraph_gemm_f32" : "sgraph_gemm_f64", b_.getVoidTy(), ptr, i64t, i64t,
-      i64t, i64t, ptr, ptr, i64t, ptr, ptr, i64t, ptr, b_.getDoubleTy());
+  // The same arguments for each helper; sgraph_gemm_const_b_f32's B offsets are null (packs_b).
+  const char* fn = const_b           ? "sgraph_gemm_const_b_f32"
+                   : t == DType::f32 ? "sgraph_gemm_f32"
+                                     : "sgraph_gemm_f64";
+  llvm::FunctionCallee gemm =
+      m_.getOrInsertFunction(fn, b_.getVoidTy(), ptr, i64t, i64t, i64t, i64t, ptr, ptr, i64t, ptr,
+                             ptr, i64t, ptr, b_.getDoubleTy());
   b_.CreateCall(gemm, {kernel_->getArg(2), i64(static_cast<int64_t>(a_off.size())), i64(M), i64(N),
                        i64(K), a, offsets(a_off), i64(ta ? 1 : 0), b, offsets(b_off),
                        i64(tb ? 1 : 0), c, llvm::ConstantFP::get(b_.getDoubleTy(), alpha)});

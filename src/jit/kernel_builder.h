@@ -171,15 +171,14 @@ class KernelBuilder {
   void allocate_contraction(const Node& n);
   void materialise_contraction(const Node& n);
   llvm::Value* contraction_element(const Node& n, const Index& idx);
-  // sgraph_gemm_f32/f64 over a_off.size() batch items (offsets in elements; all 0: none passed).
+  // sgraph_gemm_f32/f64 over a_off.size() batch items (offsets in elements; all 0: none passed),
+  // or with const_b, sgraph_gemm_const_b_f32 (B packed once per plan; b_off all 0).
   void call_gemm(DType t, int64_t M, int64_t N, int64_t K, llvm::Value* a,
                  const std::vector<int64_t>& a_off, bool ta, llvm::Value* b,
-                 const std::vector<int64_t>& b_off, bool tb, llvm::Value* c, double alpha);
-  // sgraph_gemm_const_b_f32 for a B packs_b() accepts: packed once per plan.
+                 const std::vector<int64_t>& b_off, bool tb, llvm::Value* c, double alpha,
+                 bool const_b = false);
+  // Whether B is worth packing once per plan (call_gemm's const_b).
   bool packs_b(DType t, const Operand& b, const Contraction& c) const;
-  void call_gemm_const_b(int64_t M, int64_t N, int64_t K, llvm::Value* a,
-                         const std::vector<int64_t>& a_off, bool ta, llvm::Value* b, bool tb,
-                         llvm::Value* c, double alpha);
 
   // ---- conv.cpp ----
   Index channel_index(const Node& n, ValueId v, const Index& idx);

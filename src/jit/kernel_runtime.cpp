@@ -10,6 +10,7 @@
 
 #include "ops/gemm_kernel.h"
 #include "runtime/parallel.h"
+#include "sgraph/error.h"
 
 namespace {
 
@@ -93,7 +94,9 @@ void sgraph_gemm_f64(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, 
 }
 void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
                              const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
-                             int64_t trans_b, float* c, double alpha) {
+                             [[maybe_unused]] const int64_t* b_off, int64_t trans_b, float* c,
+                             double alpha) {
+  SG_ASSERT(b_off == nullptr) << "a constant GEMM operand B has no batch offsets";
   if (ctx == nullptr || M == 0 || N == 0 || K == 0 || batch == 0) {
     batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, nullptr, trans_b, c, alpha);
     return;

@@ -6,8 +6,9 @@
 // dense row-major, op(A) is A^T when trans_a != 0. C is only written. With a KernelContext of
 // several threads the batch items and row blocks are spread over them.
 //
-//   sgraph_gemm_const_b_f32(ctx, batch, M, N, K, a, a_off, trans_a, b, trans_b, c, alpha)
-// is the same for a B that is a constant of the graph, the same matrix for every batch item: it
+//   sgraph_gemm_const_b_f32(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha)
+// is the same for a B that is a constant of the graph, the same matrix for every batch item
+// (b_off null): it
 // is packed once per plan (ops::PackedB, kept in ctx's gemm_cache by address) and every call
 // multiplies by the packed copy. Without a ctx it is sgraph_gemm_f32.
 #pragma once
@@ -23,5 +24,5 @@ void sgraph_gemm_f64(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, 
                      int64_t trans_b, double* c, double alpha);
 void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
                              const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
-                             int64_t trans_b, float* c, double alpha);
+                             const int64_t* b_off, int64_t trans_b, float* c, double alpha);
 }
