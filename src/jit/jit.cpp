@@ -4,6 +4,7 @@
 // call to a libm function that does not access memory by the vector variant.
 #include "jit/jit.h"
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
@@ -18,6 +19,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SHA256.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Utils/Cloning.h>
@@ -30,6 +32,7 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "jit/runtime_symbols.h"
 #include "runtime/debug.h"
@@ -135,8 +138,15 @@ struct Jit::Impl {
   std::deque<std::string> vec_names;  // the strings tlii's VecDescs point to
   bool vector_math = false;
   std::mutex mu;  // guards everything below and compilation
-  std::unordered_map<uint64_t, llvm::orc::ResourceTrackerSP> trackers;
-  uint64_t next_handle = 1;
+  struct Code {   // one compiled module
+    llvm::orc::ResourceTrackerSP tracker;
+    KernelFn fn = nullptr;
+    std::string key;  // "" when it is never reused
+    int handles = 0;  // live handles to it
+  };
+  std::unordered_map<uint64_t, std::shared_ptr<Code>> handles;
+  std::unordered_map<std::string, std::shared_ptr<Code>> by_key;
+  uint64_t next_handle = 1, next_code = 1;
   bool keep_ir = false;
   bool perf_map = false;          // SGRAPH_PERF_MAP=1
   bool streaming_stores = false;  // an x86 target (sfence)
@@ -182,6 +192,25 @@ struct Jit::Impl {
     }
     tlii.addVectorizableFunctions(descs);
     vector_math = !isas.empty();
+  }
+
+  // What a kernel's behaviour depends on: its IR as emitted and the target it is compiled for.
+  std::string key_of(llvm::Module& m) const {
+    std::string text = tm->getTargetTriple().str() + "|" + tm->getTargetCPU().str() + "|" +
+                       tm->getTargetFeatureString().str() + "\n";
+    llvm::raw_string_ostream os(text);
+    for (const llvm::GlobalVariable& gv : m.globals()) gv.print(os);
+    for (const llvm::Function& f : m) f.print(os);
+    os.flush();
+    return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)), true);
+  }
+
+  Kernel handle_to(std::shared_ptr<Code> code, bool reused) {
+    ++code->handles;
+    const uint64_t h = next_handle++;
+    const KernelFn fn = code->fn;
+    handles.emplace(h, std::move(code));
+    return {fn, h, reused};
   }
 
   void optimise(llvm::Module& m) {
@@ -258,7 +287,7 @@ Jit::Jit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Jit::~Jit() = default;
 
 Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
-                     const std::string& name) {
+                     const std::string& name, Reuse reuse) {
   // Owned together at once, so the module is always destroyed before its context.
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
   std::lock_guard lock(impl_->mu);
@@ -269,6 +298,19 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   std::string problems;
   llvm::raw_string_ostream os(problems);
   SG_CHECK(!llvm::verifyModule(m, &os)) << "JIT: kernel '" << name << "' is invalid: " << problems;
+  std::string key;
+  if (reuse == Reuse::same_code) {
+    key = j.key_of(m);
+    if (auto it = j.by_key.find(key); it != j.by_key.end()) return j.handle_to(it->second, true);
+  }
+  // The JIT's names: `name` and everything named after it get this code's number.
+  const std::string unique = name + "_" + std::to_string(j.next_code++);
+  const auto rename = [&](llvm::GlobalValue& gv) {
+    if (!gv.isDeclaration() && gv.getName().starts_with(name))
+      gv.setName(unique + gv.getName().substr(name.size()).str());
+  };
+  for (llvm::Function& f : m) rename(f);
+  for (llvm::GlobalVariable& gv : m.globals()) rename(gv);
   j.optimise(m);
   if (j.streaming_stores) stream_stores(m);
   if (j.perf_map)  // local functions' names do not reach the linker: make them global, after
@@ -279,31 +321,43 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
     llvm::raw_string_ostream ir(j.last_ir);
     m.print(ir, nullptr);
     j.last_asm = j.assembly(m);
-    SG_LOG(3) << "kernel " << name << ", optimised IR:\n"
-              << j.last_ir << "kernel " << name << ", assembly:\n"
+    SG_LOG(3) << "kernel " << unique << ", optimised IR:\n"
+              << j.last_ir << "kernel " << unique << ", assembly:\n"
               << j.last_asm;
   }
   llvm::orc::ResourceTrackerSP rt = j.lljit->getMainJITDylib().createResourceTracker();
   llvm::Error added = j.lljit->addIRModule(rt, std::move(tsm));
   llvm::Expected<llvm::orc::ExecutorAddr> addr =
-      added ? llvm::Expected<llvm::orc::ExecutorAddr>(std::move(added)) : j.lljit->lookup(name);
+      added ? llvm::Expected<llvm::orc::ExecutorAddr>(std::move(added)) : j.lljit->lookup(unique);
   if (!addr) {
     llvm::Error err = addr.takeError();
     llvm::consumeError(rt->remove());  // a failed kernel's symbols stay broken until removed
-    check(std::move(err), "compiling kernel '" + name + "'");
+    check(std::move(err), "compiling kernel '" + unique + "'");
   }
-  const uint64_t handle = j.next_handle++;
-  j.trackers.emplace(handle, std::move(rt));
-  return {addr->toPtr<KernelFn>(), handle};
+  auto code = std::make_shared<Impl::Code>();
+  code->tracker = std::move(rt);
+  code->fn = addr->toPtr<KernelFn>();
+  code->key = key;
+  if (!key.empty()) j.by_key.emplace(key, code);
+  return j.handle_to(std::move(code), false);
 }
 
 void Jit::remove(uint64_t handle) {
   std::lock_guard lock(impl_->mu);
-  auto it = impl_->trackers.find(handle);
-  if (it == impl_->trackers.end()) return;
-  llvm::orc::ResourceTrackerSP rt = std::move(it->second);
-  impl_->trackers.erase(it);
-  check(rt->remove(), "removing a kernel");
+  auto it = impl_->handles.find(handle);
+  if (it == impl_->handles.end()) return;
+  std::shared_ptr<Impl::Code> code = std::move(it->second);
+  impl_->handles.erase(it);
+  if (--code->handles > 0) return;
+  if (!code->key.empty()) impl_->by_key.erase(code->key);
+  check(code->tracker->remove(), "removing a kernel");
+}
+
+size_t Jit::live_kernels() const {
+  std::lock_guard lock(impl_->mu);
+  std::unordered_set<const void*> codes;
+  for (const auto& [h, code] : impl_->handles) codes.insert(code.get());
+  return codes.size();
 }
 
 std::string Jit::target_triple() const { return impl_->lljit->getTargetTriple().str(); }

@@ -7,7 +7,14 @@
 //   ... emit `void r0(void* const* buffers, const int64_t* dims, void* ctx)` ...
 //   Jit::Kernel k = jit->add(std::move(ctx), std::move(m), "r0");
 //   k.fn(buffers, nullptr, nullptr);
-//   jit->remove(k.handle);        // frees its code; the name may be used again
+//   jit->remove(k.handle);        // frees its code once its last user removed it
+//
+// The kernel cache is the code itself: add() keys each module by a hash of its IR before
+// optimisation (every constant, shape, dtype and helper call the emitter baked in is in that text)
+// and of the target CPU, so two modules share one kernel exactly when their code is the same —
+// nothing outside the emitted code can make two different kernels look alike. Names are the
+// JIT's: every function and global whose name starts with `name` gets a per-kernel suffix, so
+// callers need not make names unique.
 //
 // add() verifies the module, optimises it (new pass manager, O1 with the loop and SLP vectorisers
 // on, the host's TargetMachine) with glibc's libmvec vector math registered, so loops calling
@@ -52,13 +59,20 @@ class Jit {
   struct Kernel {
     KernelFn fn = nullptr;
     uint64_t handle = 0;
+    bool reused = false;  // the same code was compiled before: this is that kernel
   };
-  // Optimises `module`, compiles it and returns the function `name` it defines. Throws
+  enum class Reuse { same_code, never };
+  // Optimises `module`, compiles it and returns the function `name` it defines — or, with
+  // Reuse::same_code, the kernel of an earlier module with the same code and target (the module
+  // is then dropped unoptimised). Each returned kernel has a handle of its own. Throws
   // sgraph::Error when the module is invalid or fails to compile (the JIT stays usable).
   Kernel add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
-             const std::string& name);
-  // Frees the kernel's code; it must not be running. Unknown handles are ignored.
+             const std::string& name, Reuse reuse = Reuse::same_code);
+  // Drops one handle; the code is freed with the last handle of it, and must not be running
+  // then. Unknown handles are ignored.
   void remove(uint64_t handle);
+  // Distinct kernels compiled and alive (a reused kernel counts once).
+  size_t live_kernels() const;
 
   // For modules being built.
   std::string target_triple() const;

@@ -73,7 +73,6 @@ void KernelBuilder::build(const std::string& name) {
         << "region output '" << g_.values[out].name << "' is not made by a node of the region";
     emit_output_nest(out);
   }
-  if (heap_) b_.CreateCall(free_fn(), {heap_});
   b_.CreateRetVoid();
 }
 

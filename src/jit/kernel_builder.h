@@ -9,14 +9,15 @@
 //   conv.cpp            Conv, MaxPool, AveragePool: windows over a (padded) source; Conv direct
 //                       or through im2col + GEMM; per-channel operands (BatchNormalization)
 //
-// Kernel frame. `void name(void* const* buffers, const int64_t* dims, void* ctx)` allocates the
-// kernel-local buffers, puts every pointer the kernel uses (its buffers' and the local ones) in a
-// pointer table, and runs each loop nest through sgraph_parallel_for(ctx, nest, table, trip), in
-// order. A nest is a function `nest(void* const* table, int64_t begin, int64_t end)` running its
-// outermost loop over [begin, end): it loads the pointers and calls an always-inline body whose
-// pointer parameters are noalias, so LLVM knows the buffers overlap nothing and vectorises without
-// runtime checks. Nests whose outermost loop iterations write disjoint memory (every output nest;
-// a reduction whose outermost dim is kept) may be split over threads; the others run whole.
+// Kernel frame. `void name(void* const* buffers, const int64_t* dims, void* ctx)` places the
+// kernel-local buffers (on its stack, or in the caller's scratch block: buffers[inputs + outputs]),
+// puts every pointer the kernel uses (its buffers' and the local ones) in a pointer table, and runs
+// each loop nest through sgraph_parallel_for(ctx, nest, table, trip), in order. A nest is a
+// function `nest(void* const* table, int64_t begin, int64_t end)` running its outermost loop over
+// [begin, end): it loads the pointers and calls an always-inline body whose pointer parameters are
+// noalias, so LLVM knows the buffers overlap nothing and vectorises without runtime checks. Nests
+// whose outermost loop iterations write disjoint memory (every output nest; a reduction whose
+// outermost dim is kept) may be split over threads; the others run whole.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -66,6 +67,8 @@ class KernelBuilder {
  public:
   KernelBuilder(const Graph& g, const Region& r, const std::vector<Shape>& shapes, llvm::Module& m);
   void build(const std::string& name);
+  // Bytes of the scratch block the kernel expects after its outputs (0: none), 64-byte aligned.
+  int64_t scratch_bytes() const { return heap_bytes_; }
 
  private:
   // A pointer the kernel uses: a buffer argument (region input or output) or a local buffer.
@@ -143,8 +146,6 @@ class KernelBuilder {
 
   // ---- materialise.cpp ----
   static bool is_softmax(OpKind op) { return op == OpKind::Softmax || op == OpKind::LogSoftmax; }
-  llvm::FunctionCallee malloc_fn();
-  llvm::FunctionCallee free_fn();
   Local local_buffer(llvm::Type* t, int64_t count);
   void allocate_heap();
   llvm::Value* local_ptr(const Local& l, llvm::Value* off);
@@ -216,7 +217,7 @@ class KernelBuilder {
   std::map<const Node*, WindowPlan> window_;            // Conv, MaxPool, AveragePool
   std::vector<std::pair<int, int64_t>> heap_parts_;     // large local buffers: slot, offset
   int64_t heap_bytes_ = 0;                              // their block's size
-  llvm::Value* heap_ = nullptr;                         // the block, malloc'ed per call
+  llvm::Value* heap_ = nullptr;                         // the block, the caller's scratch
 };
 
 }  // namespace sgraph::jit

@@ -39,8 +39,8 @@ struct GemmJob {
     const T* bi = b + (b_off ? b_off[i] : 0);
     sgraph::ops::gemm<T>(rows, N, K, ai, ta, bi, tb, ci, alpha);  // row blocks only when !ta
   }
-  static void nest(void* const* ptrs, int64_t begin, int64_t end) {
-    const auto* job = reinterpret_cast<const GemmJob*>(ptrs);
+  static void nest(void* const* ptrs, int64_t begin, int64_t end) {  // (sgraph_parallel_for
+    const auto* job = reinterpret_cast<const GemmJob*>(ptrs);        // catches what it throws)
     for (int64_t item = begin; item < end; ++item) job->run(item);
   }
 };
@@ -65,6 +65,24 @@ void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
                       batch * row_blocks);
 }
 
+// Runs a helper's body; what it throws is recorded for the kernel's caller, never let through the
+// kernel's frames (see sgraph::record_kernel_failure).
+template <class F>
+void helper_boundary(const char* what, F&& body) noexcept {  // what: for unknown exceptions
+  try {
+    sgraph::maybe_fail_for_testing();
+    body();
+  } catch (const std::exception& e) {
+    sgraph::record_kernel_failure(e.what());
+  } catch (...) {
+    sgraph::record_kernel_failure(what);
+  }
+}
+
+void gemm_const_b(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
+                  const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
+                  int64_t trans_b, float* c, double alpha);
+
 // A plan's packed constant B operands, by address and geometry.
 struct PackedCache {
   std::mutex mutex;
@@ -85,17 +103,31 @@ extern "C" {
 void sgraph_gemm_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
                      const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
                      int64_t trans_b, float* c, double alpha) {
-  batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+  helper_boundary("GEMM", [&] {
+    batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+  });
 }
 void sgraph_gemm_f64(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const double* a,
                      const int64_t* a_off, int64_t trans_a, const double* b, const int64_t* b_off,
                      int64_t trans_b, double* c, double alpha) {
-  batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+  helper_boundary("GEMM", [&] {
+    batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+  });
 }
 void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
                              const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
-                             [[maybe_unused]] const int64_t* b_off, int64_t trans_b, float* c,
-                             double alpha) {
+                             const int64_t* b_off, int64_t trans_b, float* c, double alpha) {
+  helper_boundary("GEMM with a packed operand", [&] {
+    gemm_const_b(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+  });
+}
+}
+
+namespace {
+
+void gemm_const_b(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
+                  const int64_t* a_off, int64_t trans_a, const float* b,
+                  [[maybe_unused]] const int64_t* b_off, int64_t trans_b, float* c, double alpha) {
   SG_ASSERT(b_off == nullptr) << "a constant GEMM operand B has no batch offsets";
   if (ctx == nullptr || M == 0 || N == 0 || K == 0 || batch == 0) {
     batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, nullptr, trans_b, c, alpha);
@@ -115,4 +147,5 @@ void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int
   }
   batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, nullptr, trans_b, c, alpha, &packed);
 }
-}
+
+}  // namespace

@@ -37,18 +37,12 @@ std::string why_not_materialised(const Graph& g, const Node& n) {
   return "";
 }
 
-llvm::FunctionCallee KernelBuilder::malloc_fn() {
-  return m_.getOrInsertFunction("malloc", b_.getPtrTy(), b_.getInt64Ty());
-}
-llvm::FunctionCallee KernelBuilder::free_fn() {
-  return m_.getOrInsertFunction("free", b_.getVoidTy(), b_.getPtrTy());
-}
-
 // A kernel-local buffer of `count` elements of `t`: on the kernel's stack when small, else a
-// part of the one block malloc'ed per call for all large buffers (allocate_heap; freed at the end).
-// One block rather than one per buffer: freeing many large blocks made glibc give their pages back
-// to the system on every call, and the next call fault them in again (a CNN region's ~20 buffers:
-// ~1500 page faults per call, its time doubled).
+// part of the one scratch block the caller passes after the outputs (allocate_heap). The caller
+// allocates it, so an allocation failure is an sgraph::Error before the kernel runs, never a
+// null pointer inside it, and a plan can keep its block from call to call (freeing many large
+// blocks made glibc give their pages back on every call and the next call fault them in again: a
+// CNN region's ~20 buffers, ~1500 page faults per call, its time doubled).
 KernelBuilder::Local KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
   const int64_t bytes =
       std::max<int64_t>(1, count) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
@@ -64,7 +58,9 @@ KernelBuilder::Local KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
 
 void KernelBuilder::allocate_heap() {
   if (heap_bytes_ == 0) return;
-  heap_ = b_.CreateCall(malloc_fn(), {i64(heap_bytes_)});
+  const auto slot = static_cast<uint64_t>(r_.inputs.size() + r_.outputs.size());
+  heap_ = b_.CreateLoad(b_.getPtrTy(),
+                        b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), kernel_->getArg(0), slot));
   for (const auto& [slot, offset] : heap_parts_)
     local_alloc_[slot] = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), heap_, offset);
 }

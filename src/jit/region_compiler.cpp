@@ -70,7 +70,8 @@ std::string why_not_compilable(const Graph& g, const Region& r) {
 }
 
 CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
-                              const std::vector<Shape>& value_shapes, const std::string& name) {
+                              const std::vector<Shape>& value_shapes, const std::string& name,
+                              Jit::Reuse reuse) {
   CompiledRegion result;
   result.why_not = why_not_compilable(g, r);
   if (!result.why_not.empty()) return result;
@@ -79,12 +80,14 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
   auto m = std::make_unique<llvm::Module>(name, *ctx);
   m->setTargetTriple(jit.target_triple());
   m->setDataLayout(jit.data_layout());
-  KernelBuilder(g, r, value_shapes, *m).build(name);
-  result.kernel = jit.add(std::move(ctx), std::move(m), name);
+  KernelBuilder builder(g, r, value_shapes, *m);
+  builder.build(name);
+  result.scratch_bytes = builder.scratch_bytes();
+  result.kernel = jit.add(std::move(ctx), std::move(m), name, reuse);
   result.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  SG_LOG(2) << "compiled " << name << " (" << r.nodes.size() << " ops) in " << result.compile_ms
-            << " ms";
+  SG_LOG(2) << (result.kernel.reused ? "reused the kernel of the same code for " : "compiled ")
+            << name << " (" << r.nodes.size() << " ops) in " << result.compile_ms << " ms";
   return result;
 }
 

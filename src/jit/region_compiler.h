@@ -66,17 +66,23 @@ inline bool can_compile(const Graph& g, const Region& r) {
 }
 
 struct CompiledRegion {
-  Jit::Kernel kernel;     // kernel.fn is nullptr when the region was not compiled
-  double compile_ms = 0;  // building the IR, optimising, generating code
-  std::string why_not;    // why_not_compilable's answer when not compiled
+  Jit::Kernel kernel;         // kernel.fn is nullptr when the region was not compiled
+  double compile_ms = 0;      // building the IR, optimising, generating code
+  std::string why_not;        // why_not_compilable's answer when not compiled
+  int64_t scratch_bytes = 0;  // the scratch block the kernel needs (0: none)
 };
 
-// Compiles the region into the kernel `name` (unique among the JIT's live kernels).
+// Compiles the region into a kernel named after `name` (the JIT makes the name unique). The kernel
+// is shared with any earlier region whose emitted code is the same (Jit::Reuse::same_code, the
+// JIT's cache: the key is the code, see jit.h), unless `reuse` is never.
 // value_shapes[v] is the static shape of value v, for every value the region reads or writes.
 // Kernel arguments: the data of r.inputs then of r.outputs, in that order (constants included,
-// even those folded into the code). Throws sgraph::Error when the shapes are inconsistent with the
-// graph (e.g. operands that do not broadcast) or LLVM fails.
+// even those folded into the code), then, when scratch_bytes > 0, a 64-byte aligned block of that
+// size for kernel-local buffers (its contents need not survive between calls). Throws
+// sgraph::Error when the shapes are inconsistent with the graph (e.g. operands that do not
+// broadcast) or LLVM fails.
 CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
-                              const std::vector<Shape>& value_shapes, const std::string& name);
+                              const std::vector<Shape>& value_shapes, const std::string& name,
+                              Jit::Reuse reuse = Jit::Reuse::same_code);
 
 }  // namespace sgraph::jit

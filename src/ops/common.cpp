@@ -33,6 +33,7 @@ void TypeCtx::expect_int_index(size_t i) const { expect_one_of(i, {DType::i32, D
 
 const Tensor& ShapeCtx::require_value(size_t i) const {
   SG_CHECK(i < value.size()) << "missing input " << i;
+  if (values_read && i < values_read->size()) (*values_read)[i] = true;
   if (value[i] == nullptr) throw ValueUnknown{};
   return *value[i];
 }

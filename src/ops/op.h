@@ -57,6 +57,9 @@ struct ShapeCtx {
   std::span<const Tensor* const> value;  // input values when known (always when running)
   std::span<const DType> dtype;
   std::vector<Shape>& out;
+  // When set (sized to the inputs): require_value(i) sets element i, so a caller learns which
+  // inputs' values the shapes depend on (the values a compiled region's guard must check).
+  std::vector<bool>* values_read = nullptr;
 
   const Attributes& attrs() const { return node.attrs; }
   bool has(size_t i) const { return i < in.size() && in[i] != nullptr; }

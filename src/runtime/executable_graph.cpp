@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <new>
 #include <numeric>
 #include <queue>
@@ -168,6 +169,11 @@ void ExecutableGraph::plan_arena(const WarmupShapes& warmup,
 bool ExecutableGraph::guard_holds(const RegionPlan& r, const std::vector<Tensor>& env) const {
   for (size_t i = 0; i < r.region.inputs.size(); ++i)
     if (env[r.region.inputs[i]].shape() != r.input_shapes[i]) return false;
+  for (const auto& [i, want] : r.value_guards) {  // same shape and dtype: compare the bytes
+    const Tensor& t = env[r.region.inputs[i]];
+    if (t.dtype() != want.dtype() || std::memcmp(t.raw_data(), want.raw_data(), want.nbytes()))
+      return false;
+  }
   return true;
 }
 
@@ -189,7 +195,27 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
     SG_ASSERT(reinterpret_cast<uintptr_t>(buffers.back()) % 64 == 0)
         << "a kernel output buffer is not 64-byte aligned";  // the kernels assume it
   }
+  if (r.scratch_bytes > 0) {
+    if (!r.scratch) {
+      const auto align = std::align_val_t(kArenaAlign);
+      try {
+        maybe_fail_for_testing();
+        r.scratch =
+            std::shared_ptr<void>(::operator new(static_cast<size_t>(r.scratch_bytes), align),
+                                  [align](void* p) { ::operator delete(p, align); });
+      } catch (const std::bad_alloc&) {
+        SG_FAIL() << "region of " << r.region.nodes.size() << " ops (first '"
+                  << g_.nodes[r.region.nodes.front()].name << "'): cannot allocate its "
+                  << r.scratch_bytes << "-byte scratch block";
+      }
+    }
+    buffers.push_back(r.scratch.get());
+  }
+  take_kernel_failure();  // (none should be pending)
   r.fn(buffers.data(), nullptr, r.ctx.get());
+  if (const std::string failed = take_kernel_failure(); !failed.empty())
+    SG_FAIL() << "region of " << r.region.nodes.size() << " ops (first '"
+              << g_.nodes[r.region.nodes.front()].name << "'): its kernel failed: " << failed;
   ++r.kernel_calls;
   ++r.hits_since_plan;
 }

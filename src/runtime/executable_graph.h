@@ -24,18 +24,25 @@
 namespace sgraph {
 
 // A region kernel: buffers are the region's input data pointers, then its output data pointers
-// (Region::inputs, Region::outputs order); dims is reserved (nullptr); ctx is the plan's
-// KernelContext, which the kernel passes on to sgraph_parallel_for (runtime/parallel.h).
+// (Region::inputs, Region::outputs order), then its scratch block when it has one; dims is
+// reserved (nullptr); ctx is the plan's KernelContext, which the kernel passes on to
+// sgraph_parallel_for (runtime/parallel.h).
 using RegionFn = void (*)(void* const* buffers, const int64_t* dims, void* ctx);
 
 struct RegionPlan {
   Region region;
-  std::vector<Shape> input_shapes;   // the guard: one per Region::inputs
-  std::vector<Shape> output_shapes;  // one per Region::outputs
+  // The guard, everything the kernel was specialised on that a call can change: the inputs'
+  // shapes (dtypes are the graph's), and the values of the inputs the region's shapes are
+  // computed from (see value_guards.h).
+  std::vector<Shape> input_shapes;                      // one per Region::inputs
+  std::vector<std::pair<size_t, Tensor>> value_guards;  // (index into Region::inputs, values)
+  std::vector<Shape> output_shapes;                     // one per Region::outputs
   std::vector<DType> output_dtypes;
-  RegionFn fn = nullptr;   // nullptr: the region's ops are interpreted
-  bool cache_hit = false;  // the kernel came from the cache (an identical region)
-  int compiles = 0;        // how many times this region was compiled
+  RegionFn fn = nullptr;          // nullptr: the region's ops are interpreted
+  int64_t scratch_bytes = 0;      // the kernel's scratch block (0: none)
+  std::shared_ptr<void> scratch;  // allocated on the first call, kept for the next ones
+  bool cache_hit = false;         // the kernel came from the cache (an identical region)
+  int compiles = 0;               // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
   // Threads for the kernel's loop nests, from the region's profiled time, and why; ctx (made by

@@ -8,10 +8,13 @@
 //
 // Each observation of an op is one sample (one per run for the graph's nodes). The byte and
 // allocation figures are those of the latest sample (they only vary for ops whose shapes change).
+// begin_run()/abort_run() (optional) undo a run that failed: its samples are dropped.
 // Not thread-safe: observe one run at a time.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "runtime/interpreter.h"
@@ -32,6 +35,14 @@ class OpProfiler final : public OpObserver {
   explicit OpProfiler(const Graph& g, int expected_runs = 3);
 
   void on_op(const OpEvent& e) override;
+  void begin_run() { saved_.emplace(profiles_, times_); }
+  void end_run() { saved_.reset(); }
+  void abort_run() {
+    if (!saved_) return;
+    profiles_ = std::move(saved_->first);
+    times_ = std::move(saved_->second);
+    saved_.reset();
+  }
 
   const OpProfile& profile(int32_t node) const {
     check(node);
@@ -44,6 +55,7 @@ class OpProfiler final : public OpObserver {
   void check(int32_t node) const;
   std::vector<OpProfile> profiles_;          // per node
   std::vector<std::vector<int64_t>> times_;  // per node, sorted
+  std::optional<std::pair<std::vector<OpProfile>, std::vector<std::vector<int64_t>>>> saved_;
 };
 
 }  // namespace sgraph

@@ -9,7 +9,10 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <new>
+#include <utility>
 
 #include "sgraph/error.h"
 
@@ -80,25 +83,66 @@ int region_threads(int64_t profiled_ns, int max_threads, std::string* why) {
 
 }  // namespace sgraph
 
+namespace sgraph {
+namespace {
+thread_local bool kernel_failed = false;
+thread_local std::string kernel_failure;  // its message, when there was memory for it
+std::atomic<int> failures_to_inject{0};
+}  // namespace
+
+void record_kernel_failure(const char* what) noexcept {
+  if (kernel_failed) return;  // the first failure is the cause
+  kernel_failed = true;
+  try {
+    kernel_failure = what && *what ? what : "unknown failure";
+  } catch (...) {
+  }
+}
+
+std::string take_kernel_failure() {
+  if (!kernel_failed) return "";
+  kernel_failed = false;
+  std::string what = std::exchange(kernel_failure, std::string{});
+  return what.empty() ? "out of memory" : what;
+}
+
+void fail_kernel_helpers_for_testing(int n) { failures_to_inject.store(n); }
+
+void maybe_fail_for_testing() {
+  int n = failures_to_inject.load(std::memory_order_relaxed);
+  while (n > 0)
+    if (failures_to_inject.compare_exchange_weak(n, n - 1)) throw std::bad_alloc();
+}
+
+}  // namespace sgraph
+
 extern "C" void sgraph_parallel_for(void* ctx,
                                     void (*nest)(void* const* ptrs, int64_t begin, int64_t end),
                                     void* const* ptrs, int64_t trip) {
   if (trip <= 0) return;
   auto* k = static_cast<sgraph::KernelContext*>(ctx);
-  if (k == nullptr || k->threads <= 1 || trip < 2) {
-    nest(ptrs, 0, trip);
-    return;
+  try {  // (a nest may be C++ code, the GEMM's; TBB may fail to start tasks)
+    sgraph::maybe_fail_for_testing();
+    if (k == nullptr || k->threads <= 1 || trip < 2) {
+      nest(ptrs, 0, trip);
+      return;
+    }
+    // Chunk c of n covers [c*q + min(c, r), (c+1)*q + min(c+1, r)): sizes q or q+1, none empty.
+    const int64_t n = std::min<int64_t>(trip, k->threads * sgraph::kChunksPerThread);
+    const int64_t q = trip / n, r = trip % n;
+    auto begin_of = [&](int64_t c) { return c * q + std::min(c, r); };
+    k->arena->arena.execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<int64_t>(0, n, 1),
+          [&](const tbb::blocked_range<int64_t>& cs) {
+            for (int64_t c = cs.begin(); c != cs.end(); ++c)
+              nest(ptrs, begin_of(c), begin_of(c + 1));
+          },
+          tbb::simple_partitioner());
+    });
+  } catch (const std::exception& e) {
+    sgraph::record_kernel_failure(e.what());
+  } catch (...) {
+    sgraph::record_kernel_failure("unknown exception in a parallel loop");
   }
-  // Chunk c of n covers [c*q + min(c, r), (c+1)*q + min(c+1, r)): sizes q or q+1, none empty.
-  const int64_t n = std::min<int64_t>(trip, k->threads * sgraph::kChunksPerThread);
-  const int64_t q = trip / n, r = trip % n;
-  auto begin_of = [&](int64_t c) { return c * q + std::min(c, r); };
-  k->arena->arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, n, 1),
-        [&](const tbb::blocked_range<int64_t>& cs) {
-          for (int64_t c = cs.begin(); c != cs.end(); ++c) nest(ptrs, begin_of(c), begin_of(c + 1));
-        },
-        tbb::simple_partitioner());
-  });
 }

@@ -33,6 +33,19 @@ struct KernelContext {
   std::shared_ptr<void> gemm_cache;
 };
 
+// Failures inside the runtime helpers compiled kernels call (sgraph_parallel_for, the GEMM). No
+// C++ exception may unwind through generated code, so each helper catches at its C boundary,
+// records the failure for the thread that called the kernel, and returns; the kernel runs to its
+// end (its outputs are then garbage) and its caller, which took the failure before the call, takes
+// it after and throws sgraph::Error.
+void record_kernel_failure(const char* what) noexcept;
+// The first failure recorded on this thread since the last call (and clears it); "" when none.
+std::string take_kernel_failure();
+// Tests: the next `n` helper calls fail as if memory had run out.
+void fail_kernel_helpers_for_testing(int n);
+// Helpers: throws std::bad_alloc when a test asked for a failure.
+void maybe_fail_for_testing();
+
 // The threads this machine offers (the process's CPU affinity respected).
 int hardware_threads();
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 
 #include "jit/region_compiler.h"
 #include "ops/op.h"
@@ -18,6 +17,7 @@
 #include "runtime/region_builder.h"
 #include "runtime/shape_tracker.h"
 #include "runtime/subgraph_sessions.h"
+#include "runtime/value_guards.h"
 
 namespace sgraph {
 
@@ -48,10 +48,26 @@ class ServingShapes final : public OpObserver {
     if (auto what = tracker_.difference(e)) seen_.emplace(e.node_index, std::move(*what));
   }
   std::map<int32_t, std::string> take() { return std::exchange(seen_, {}); }
+  const std::map<int32_t, std::string>& snapshot() const { return seen_; }
+  void restore(std::map<int32_t, std::string> seen) { seen_ = std::move(seen); }
 
  private:
   const ShapeTracker& tracker_;
   std::map<int32_t, std::string> seen_;
+};
+
+// A region plan's serving counters, to undo a call that threw.
+struct RegionCounters {
+  int64_t calls, misses, misses_since, hits_since;
+  static RegionCounters of(const RegionPlan& r) {
+    return {r.kernel_calls, r.guard_misses, r.misses_since_plan, r.hits_since_plan};
+  }
+  void restore(RegionPlan& r) const {
+    r.kernel_calls = calls;
+    r.guard_misses = misses;
+    r.misses_since_plan = misses_since;
+    r.hits_since_plan = hits_since;
+  }
 };
 
 }  // namespace
@@ -84,9 +100,20 @@ struct Session::Impl {
     if (options.mode == CompileMode::per_signature) return run_per_signature(inputs, timing);
     if (exec) return serve(inputs, timing);
     // 1. warm-up: interpret, recording shapes and costs
+    // A call that throws is not a warm-up run: the tracker and the profiler are left as they were.
     OpObserver* obs[] = {&timing, tracker.get(), profiler.get()};
     tracker->begin_run();
-    std::vector<Tensor> out = interpreter->run(inputs, obs);
+    profiler->begin_run();
+    std::vector<Tensor> out;
+    try {
+      out = interpreter->run(inputs, obs);
+    } catch (...) {
+      tracker->abort_run();
+      profiler->abort_run();
+      --runs;
+      throw;
+    }
+    profiler->end_run();
     tracker->end_run();
     SG_LOG(1) << "warm-up run " << tracker->runs() << "/" << options.warmup_runs << " of graph '"
               << graph.name << "'";
@@ -97,7 +124,19 @@ struct Session::Impl {
   // 5. serve; a region missing its guard too often gets its changed ops re-planned.
   std::vector<Tensor> serve(const std::vector<Tensor>& inputs, TimingObserver& timing) {
     OpObserver* obs[] = {&timing, serving.get()};
-    std::vector<Tensor> out = exec->run(inputs, obs);
+    // A call that throws changes no counter and records no shape (it must not cause a re-plan).
+    std::vector<RegionCounters> before;
+    for (const RegionPlan& r : exec->regions()) before.push_back(RegionCounters::of(r));
+    const auto seen_before = serving->snapshot();
+    std::vector<Tensor> out;
+    try {
+      out = exec->run(inputs, obs);
+    } catch (...) {
+      for (size_t i = 0; i < before.size(); ++i) before[i].restore(exec->regions()[i]);
+      serving->restore(seen_before);
+      --runs;
+      throw;
+    }
     const bool replan_due =
         std::any_of(exec->regions().begin(), exec->regions().end(), [&](const RegionPlan& r) {
           return r.misses_since_plan >= options.max_guard_misses &&
@@ -128,7 +167,7 @@ struct Session::Impl {
         plans.push_back(std::move(*same));
         continue;
       }
-      plans.push_back(make_plan(r, value_shapes, *profiler, &kernels));
+      plans.push_back(make_plan(r, value_shapes, *profiler, jit::Jit::Reuse::same_code));
     }
     for (const RegionPlan& gone : old) {   // regions not kept: keep their counts (their kernels
       dropped_calls += gone.kernel_calls;  // stay in the cache for the session's lifetime)
@@ -176,10 +215,11 @@ struct Session::Impl {
     return shapes;
   }
 
-  // A region's plan at `shapes`: its kernel (from `cache` when an identical region was compiled
-  // before; null: always compiled afresh) and its threads, from `prof`'s times.
+  // A region's plan at `shapes` (`values`: the small values recorded with them): its guards, its
+  // kernel (`reuse`: shared with earlier regions of the same code, or always compiled afresh)
+  // and its threads, from `prof`'s times.
   RegionPlan make_plan(const Region& r, const std::vector<Shape>& shapes, const OpProfiler& prof,
-                       std::map<std::string, RegionFn>* cache) {
+                       jit::Jit::Reuse reuse, const std::vector<Tensor>* values = nullptr) {
     RegionPlan p;
     p.region = r;
     for (ValueId v : r.inputs) p.input_shapes.push_back(shapes[v]);
@@ -187,7 +227,14 @@ struct Session::Impl {
       p.output_shapes.push_back(shapes[v]);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
-    compile(p, shapes, cache);
+    ValueGuards vg = value_guards(graph, r, shapes, values ? *values : tracker->small_values());
+    if (!vg.why_not.empty()) {
+      p.why_interpreted = vg.why_not;
+      p.threads_why = "interpreted";
+      return p;
+    }
+    p.value_guards = std::move(vg.guards);
+    compile(p, shapes, reuse);
     plan_threads(p, prof);
     return p;
   }
@@ -212,68 +259,33 @@ struct Session::Impl {
   }
 
   // 4. compile: one fused kernel per region; a region the JIT cannot compile stays interpreted,
-  // with the reason in the report.
-  void compile(RegionPlan& p, const std::vector<Shape>& shapes,
-               std::map<std::string, RegionFn>* cache) {
+  // with the reason in the report. The JIT shares a kernel between regions whose emitted code is
+  // the same (repeated layers, a re-planned region returning to a known form): the key is the
+  // code, so nothing the code depends on can be left out of it.
+  void compile(RegionPlan& p, const std::vector<Shape>& shapes, jit::Jit::Reuse reuse) {
     if (!options.jit) {
       p.why_interpreted = "JIT disabled";
       return;
     }
-    const std::string key = cache ? fingerprint(p.region, shapes) : "";
-    if (cache && cache->count(key)) {  // compiled before: reuse
-      p.fn = cache->at(key);
-      p.cache_hit = true;
-      return;
-    }
     try {
       if (!jit) jit = jit::Jit::create();
-      const std::string name = "sg_region_" + std::to_string(next_kernel++);
-      jit::CompiledRegion c = jit::compile_region(*jit, graph, p.region, shapes, name);
+      jit::CompiledRegion c =
+          jit::compile_region(*jit, graph, p.region, shapes, "sg_region", reuse);
       if (c.kernel.fn == nullptr) {
         p.why_interpreted = c.why_not;
         return;
       }
       p.fn = c.kernel.fn;
+      p.scratch_bytes = c.scratch_bytes;
+      p.cache_hit = c.kernel.reused;
+      if (p.cache_hit) return;
       p.compile_ms += c.compile_ms;
       ++p.compiles;
       compile_ms_total += c.compile_ms;
       ++compilations;
-      if (cache) cache->emplace(key, c.kernel.fn);  // (compile_region logs the compile time)
     } catch (const Error& e) {
       p.why_interpreted = e.what();
     }
-  }
-
-  // What a region's kernel depends on: its ops, attributes, dependences, dtypes and shapes, and
-  // the values of one-element constants (the compiler folds those into the code). Two regions
-  // with the same fingerprint (repeated layers, a re-planned region returning to a known form)
-  // share one kernel.
-  std::string fingerprint(const Region& r, const std::vector<Shape>& shapes) const {
-    std::map<ValueId, std::string> label;
-    std::ostringstream k;
-    for (size_t i = 0; i < r.inputs.size(); ++i) {
-      const ValueId v = r.inputs[i];
-      label[v] = "i" + std::to_string(i);
-      k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(shapes[v]);
-      const Tensor& c = graph.values[v].initializer;
-      if (c.defined() && c.numel() == 1) k << "=" << c.at_double(0);
-      k << ";";
-    }
-    for (size_t n = 0; n < r.nodes.size(); ++n) {
-      const Node& node = graph.nodes[r.nodes[n]];
-      k << op_name(node.op) << "(";
-      for (ValueId v : node.inputs) k << (v == kNoValue ? "_" : label.at(v)) << ",";
-      k << ")";
-      for (const auto& [name, value] : node.attrs) k << name << "=" << attr_str(value) << ",";
-      for (size_t o = 0; o < node.outputs.size(); ++o) {
-        const ValueId v = node.outputs[o];
-        label[v] = "n" + std::to_string(n) + "." + std::to_string(o);
-        k << label[v] << ":" << dtype_name(graph.values[v].dtype) << shape_str(shapes[v]);
-      }
-      k << ";";
-    }
-    for (ValueId v : r.outputs) k << "->" << label.at(v);
-    return k.str();
   }
 
   // --- CompileMode::per_signature: the per-signature compiler baseline ---
@@ -303,12 +315,13 @@ struct Session::Impl {
     shapes.begin_run();
     std::vector<Tensor> out = interpreter->run(inputs, obs);
     shapes.end_run();
-    SignaturePlan sp = plan_signature(shapes_seen(shapes), std::move(profile));
+    SignaturePlan sp =
+        plan_signature(shapes_seen(shapes), shapes.small_values(), std::move(profile));
     current = &signatures.emplace(std::move(signature), std::move(sp)).first->second;
     return out;
   }
 
-  SignaturePlan plan_signature(const std::vector<Shape>& shapes,
+  SignaturePlan plan_signature(const std::vector<Shape>& shapes, const std::vector<Tensor>& values,
                                std::unique_ptr<OpProfiler> profile) {
     SignaturePlan sp;
     sp.profile = std::move(profile);
@@ -316,7 +329,7 @@ struct Session::Impl {
     sp.partition = build_regions(graph, all_stable, region_options());
     std::vector<RegionPlan> plans;
     for (const Region& r : sp.partition.regions)
-      plans.push_back(make_plan(r, shapes, *sp.profile, nullptr));
+      plans.push_back(make_plan(r, shapes, *sp.profile, jit::Jit::Reuse::never, &values));
     sp.exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
                                                 WarmupShapes{shapes, all_stable}, subgraphs.get());
     SG_LOG(1) << "compiled graph '" << graph.name << "' for input signature "
@@ -425,7 +438,6 @@ struct Session::Impl {
   std::vector<Shape> value_shapes;
   std::vector<std::string> not_compilable;  // per node: the JIT's reason, when it refused it
   std::unique_ptr<jit::Jit> jit;            // declared before exec: outlives the kernels exec calls
-  std::map<std::string, RegionFn> kernels;  // by fingerprint: the kernel cache
   int next_kernel = 0;
   std::unique_ptr<ExecutableGraph> exec;
   int runs = 0, replans = 0;

@@ -1,10 +1,11 @@
 #include "runtime/shape_tracker.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace sgraph {
 
-ShapeTracker::ShapeTracker(const Graph& g) : g_(g), ops_(g.nodes.size()) {
+ShapeTracker::ShapeTracker(const Graph& g) : g_(g), ops_(g.nodes.size()), values_(g.values.size()) {
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Node& n = g.nodes[i];
     ops_[i].in.resize(n.inputs.size());
@@ -20,13 +21,24 @@ void ShapeTracker::check(int32_t node) const {
 
 void ShapeTracker::begin_run() {
   if (open_) end_run();
+  saved_ = Saved{ops_, values_, runs_};
   ++runs_;
   open_ = true;
+}
+
+void ShapeTracker::abort_run() {
+  if (!open_) return;
+  open_ = false;
+  ops_ = std::move(saved_->ops);
+  values_ = std::move(saved_->values);
+  runs_ = saved_->runs;
+  saved_.reset();
 }
 
 void ShapeTracker::end_run() {
   if (!open_) return;
   open_ = false;
+  saved_.reset();
   for (OpRecord& r : ops_)
     if (r.last_run != runs_ && !r.change)
       r.change = Change{runs_, "not run in run " + std::to_string(runs_)};
@@ -34,6 +46,10 @@ void ShapeTracker::end_run() {
 
 void ShapeTracker::on_op(const OpEvent& e) {
   SG_ASSERT(open_) << "ShapeTracker::on_op outside begin_run()/end_run()";
+  for (size_t i = 0; i < e.inputs.size() && i < e.node.inputs.size(); ++i)
+    keep_value(e.node.inputs[i], e.inputs[i]);
+  for (size_t k = 0; k < e.outputs.size() && k < e.node.outputs.size(); ++k)
+    keep_value(e.node.outputs[k], e.outputs[k]);
   OpRecord& r = op(e.node_index);
   const bool first = r.last_run == 0;
   r.last_run = runs_;
@@ -43,6 +59,21 @@ void ShapeTracker::on_op(const OpEvent& e) {
     r.change = Change{runs_, describe(r, e)};
   }
   record(r, e);
+}
+
+void ShapeTracker::keep_value(ValueId v, const Tensor& t) {
+  if (v < 0 || static_cast<size_t>(v) >= values_.size()) return;
+  if (!t.defined() || t.numel() > kMaxKeptElements) {
+    values_[v] = Tensor{};
+    return;
+  }
+  Tensor& kept = values_[v];
+  if (kept.defined() && kept.dtype() == t.dtype() && kept.shape() == t.shape() &&
+      kept.sole_owner()) {
+    std::memcpy(kept.raw_data(), t.raw_data(), t.nbytes());
+    return;
+  }
+  kept = t.clone();
 }
 
 void ShapeTracker::mark_changed(int32_t node, int run, std::string what) {

@@ -14,6 +14,11 @@
 // observed in some run is changed too ("not run in run 3"). After the warm-up, the ops observed in
 // every run and never changed are stable.
 //
+// It also keeps the values of small tensors (at most kMaxKeptElements elements: shape vectors,
+// scalars) as the latest run saw them, for the guards of regions whose shapes depend on values
+// (see value_guards.h). A run that fails is undone with abort_run(): a call that throws is not a
+// warm-up run.
+//
 // Not thread-safe: observe one run at a time.
 #pragma once
 
@@ -36,11 +41,15 @@ class ShapeTracker final : public OpObserver {
   // `g` must outlive the tracker.
   explicit ShapeTracker(const Graph& g);
 
+  static constexpr int64_t kMaxKeptElements = 64;
+
   // Brackets one run. begin_run() closes a run left open; end_run() marks the ops that the run
-  // did not observe as changed.
+  // did not observe as changed; abort_run() instead restores the record as it was before
+  // begin_run().
   void begin_run();
   void on_op(const OpEvent& e) override;
   void end_run();
+  void abort_run();
 
   int runs() const { return runs_; }
   bool changed(int32_t node) const { return op(node).change.has_value(); }
@@ -53,6 +62,9 @@ class ShapeTracker final : public OpObserver {
   const std::vector<Shape>& input_shapes(int32_t node) const { return op(node).in; }
   bool input_present(int32_t node, size_t input) const { return op(node).in_present.at(input); }
   const std::vector<Shape>& output_shapes(int32_t node) const { return op(node).out; }
+  // Per value id: a copy of its value in the latest run that made or read it, when it had at most
+  // kMaxKeptElements elements; else undefined.
+  const std::vector<Tensor>& small_values() const { return values_; }
 
   // How `e`'s shapes differ from those recorded for its node (as in Change::what), or nullopt when
   // they are the same. For checking ops while serving, outside any run.
@@ -82,10 +94,19 @@ class ShapeTracker final : public OpObserver {
   static void record(OpRecord& r, const OpEvent& e);
   std::string describe(const OpRecord& before, const OpEvent& now) const;
 
+  void keep_value(ValueId v, const Tensor& t);
+
   const Graph& g_;
-  std::vector<OpRecord> ops_;  // per node
+  std::vector<OpRecord> ops_;   // per node
+  std::vector<Tensor> values_;  // per value id (see small_values)
   int runs_ = 0;
   bool open_ = false;
+  struct Saved {  // the record before the open run, for abort_run()
+    std::vector<OpRecord> ops;
+    std::vector<Tensor> values;
+    int runs = 0;
+  };
+  std::optional<Saved> saved_;
 };
 
 }  // namespace sgraph

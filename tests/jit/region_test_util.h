@@ -91,6 +91,12 @@ inline RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds,
     outs.emplace_back(g.value(v).dtype, shapes.shapes[v]);
     buffers.push_back(outs.back().raw_data());
   }
+  std::vector<std::byte> scratch_storage(static_cast<size_t>(run.compiled.scratch_bytes) + 64);
+  if (run.compiled.scratch_bytes > 0) {  // the scratch block, 64-byte aligned
+    void* p = scratch_storage.data();
+    size_t room = scratch_storage.size();
+    buffers.push_back(std::align(64, static_cast<size_t>(run.compiled.scratch_bytes), p, room));
+  }
   KernelContext ctx(threads);  // as a Session passes one to every kernel
   run.compiled.kernel.fn(buffers.data(), nullptr, &ctx);
   run.packed_b = ctx.gemm_cache != nullptr;

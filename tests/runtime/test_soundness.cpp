@@ -1,0 +1,258 @@
+// Soundness of compiled regions: a kernel is shared only by regions of the same code, a guard
+// covers every value the plan's shapes were derived from, a call that throws changes nothing, and
+// a runtime helper's failure inside a kernel becomes an sgraph::Error.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/parallel.h"
+#include "test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::test;
+
+namespace {
+
+// A chain from `x` made with one baked-in parameter; `which` picks one of two variants that give
+// the same output shape.
+using Chain = std::function<ValueId(GraphBuilder&, ValueId x, int which)>;
+
+struct Kind {
+  const char* what;
+  Shape shape;  // of x and y
+  Chain chain;
+  bool baked = true;  // false: the kernel reads the parameter from its buffer, so one kernel
+};                    // serves both variants
+
+// Two unconnected regions: the chain from x with variant `a` and the chain from y with `b`.
+Graph twins(const Kind& k, int a, int b) {
+  GraphBuilder g("twins");
+  const ValueId x = g.input("x", DType::f32, to_dims(k.shape));
+  const ValueId y = g.input("y", DType::f32, to_dims(k.shape));
+  g.output(g.relu(k.chain(g, x, a)), "p");
+  g.output(g.relu(k.chain(g, y, b)), "q");
+  return g.build();
+}
+
+const std::vector<Kind>& kinds() {
+  static const std::vector<Kind> k = {
+      {"a folded scalar constant",
+       {6},
+       [](GraphBuilder& g, ValueId x, int w) { return g.add(x, g.scalar(w ? 0.25f : 0.5f)); }},
+      {"Slice starts (same length)",
+       {8},
+       [](GraphBuilder& g, ValueId x, int w) { return g.slice(x, g.ints({w}), g.ints({w + 4})); }},
+      {"Slice steps and axes",
+       {4, 4},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.slice(x, g.ints({w}), g.ints({4}), g.ints({w ? 1 : 0}), g.ints({w ? 1 : 2}));
+       }},
+      {"Pad pads",
+       {5},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.pad(x, g.ints(w ? Ints{2, 0} : Ints{0, 2}));
+       }},
+      {"Pad mode",
+       {5},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.pad(x, g.ints({2, 1}), Attributes{{"mode", std::string(w ? "edge" : "reflect")}});
+       }},
+      {"Gather indices",
+       {6},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.gather(x, g.ints(w ? Ints{5, 0, 1} : Ints{1, 2, 3}));
+       },
+       false},
+      {"Transpose perm",
+       {3, 3},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.transpose(x, Attributes{{"perm", w ? Ints{1, 0} : Ints{0, 1}}});
+       }},
+      {"reduction axes",
+       {4, 4},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.reduce_sum(x, g.ints({w}), Attributes{{"keepdims", int64_t{0}}});
+       }},
+      {"Softmax axis",
+       {3, 5},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.softmax(x, Attributes{{"axis", int64_t{w}}});
+       }},
+      {"an activation's attribute",
+       {7},
+       [](GraphBuilder& g, ValueId x, int w) {
+         return g.leaky_relu(g.neg(x), Attributes{{"alpha", w ? 0.5 : 0.1}});
+       }},
+      {"MatMul weights packed or read",
+       {64, 64},
+       [](GraphBuilder& g, ValueId x, int w) {  // a constant B is packed; x @ x is not
+         return w ? g.matmul(x, x) : g.matmul(x, g.constant("", random_f32({64, 64}, 9)));
+       }},
+  };
+  return k;
+}
+
+std::vector<Tensor> run_both(const Graph& g, const std::vector<Tensor>& in, Report* rep) {
+  Session s(g, SessionOptions{.warmup_runs = 1});
+  s.run(in);
+  std::vector<Tensor> got = s.run(in);
+  *rep = s.report();
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("Soundness: regions that differ in one baked-in value get different kernels") {
+  for (const Kind& k : kinds()) {
+    const std::string what = k.what;
+    CAPTURE(what);
+    const std::vector<Tensor> in = {random_f32(k.shape, 1), random_f32(k.shape, 2)};
+    for (auto [a, b] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{0, 0}}) {
+      CAPTURE(a);
+      CAPTURE(b);
+      const Graph g = twins(k, a, b);
+      Report rep;
+      const std::vector<Tensor> got = run_both(g, in, &rep);
+      const std::vector<Tensor> want = Session(g, {.interpret_only = true}).run(in);
+      REQUIRE(rep.regions.size() == 2);
+      for (const RegionReport& r : rep.regions) CHECK_MESSAGE(r.compiled, r.why_interpreted);
+      CHECK(rep.kernel_calls == 2);
+      // Different parameters: two kernels; the same: one, shared.
+      const bool same_code = a == b || !k.baked;
+      CHECK(rep.regions[1].cache_hit == same_code);
+      CHECK(rep.compilations == (same_code ? 1 : 2));
+      check_tensors_close(got[0], want[0]);
+      check_tensors_close(got[1], want[1]);
+    }
+  }
+}
+
+TEST_CASE("Soundness: a shape computed from Shape(x) is guarded by value") {
+  // Expand(c, Shape(x)) + 1: the region {Expand, Add} reads Shape(x)'s output, whose shape ([2])
+  // never changes while its values do.
+  GraphBuilder b("expand_to_x");
+  const ValueId x = b.input("x", DType::f32, {Dim("n"), 3});
+  const ValueId c = b.constant("c", random_f32({1, 3}, 3));
+  const ValueId e = b.expand(c, b.shape(x));
+  b.output(b.add(e, x), "y");
+  b.output(b.relu(b.neg(e)), "z");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 1, .min_region_ops = 1});
+  Session ref(g, SessionOptions{.interpret_only = true});
+  s.run({random_f32({2, 3}, 1)});
+  REQUIRE(s.planned());
+  for (int64_t n : {2, 4, 1, 2}) {
+    CAPTURE(n);
+    const std::vector<Tensor> in = {random_f32({n, 3}, static_cast<uint32_t>(n))};
+    const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+    check_tensors_close(got[0], want[0]);
+    check_tensors_close(got[1], want[1]);
+  }
+  CHECK(s.report().guard_misses >= 2);
+}
+
+TEST_CASE("Soundness: a Reshape whose shape is a graph input is guarded by value") {
+  GraphBuilder b("reshape_by_input");
+  const ValueId x = b.input("x", DType::f32, {12});
+  const ValueId shape = b.input("shape", DType::i64, {2});
+  // The shape vector goes through an op inside the region (Concat of its parts).
+  const ValueId s0 = b.slice(shape, b.ints({0}), b.ints({1}));
+  const ValueId s1 = b.slice(shape, b.ints({1}), b.ints({2}));
+  const ValueId spec = b.node(OpKind::Concat, {s1, s0}, {{"axis", int64_t{0}}}).front();
+  b.output(b.relu(b.reshape(b.add(x, b.scalar(1.0f)), spec)), "y");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 1, .min_region_ops = 1});
+  Session ref(g, SessionOptions{.interpret_only = true});
+  const Tensor data = random_f32({12}, 5);
+  s.run(std::vector<Tensor>{data, ints({2, 6})});
+  const Report planned = s.report();
+  bool reshape_compiled = false;
+  for (const OpReport& o : planned.ops)
+    reshape_compiled |= o.op == OpKind::Reshape && o.region >= 0 &&
+                        planned.regions.at(static_cast<size_t>(o.region)).compiled;
+  CHECK(reshape_compiled);
+  for (const Ints& sh : {Ints{2, 6}, Ints{3, 4}, Ints{6, 2}, Ints{4, 3}, Ints{2, 6}}) {
+    CAPTURE(shape_str(sh));
+    const std::vector<Tensor> in = {data, ints(sh)};
+    const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+    check_tensors_close(got[0], want[0]);
+  }
+}
+
+TEST_CASE("Soundness: a rejected call during warm-up is not a warm-up run") {
+  GraphBuilder b("mlp");
+  const ValueId x = b.input("x", DType::f32, {Dim("batch"), 4});
+  const ValueId w = b.constant("w", random_f32({4, 4}, 1));
+  b.output(b.relu(b.add(b.matmul(x, w), b.scalar(0.5f))), "y");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 2});
+  const Tensor good = random_f32({3, 4}, 2);
+  s.run({good});
+  CHECK(contains(error_of([&] {
+                   s.run({Tensor::from<int64_t>({3, 4}, std::vector<int64_t>(12))});
+                 }),
+                 "must be f32"));
+  CHECK(contains(error_of([&] { s.run({random_f32({3, 4, 1}, 3)}); }), "rank"));
+  CHECK_FALSE(s.planned());
+  CHECK(s.report().warmup_runs == 1);
+  s.run({good});
+  REQUIRE(s.planned());
+  const Report r = s.report();
+  CHECK(r.warmup_runs == 2);
+  for (const OpReport& o : r.ops) CHECK_MESSAGE(o.stable, o.node << ": " << o.change);
+  REQUIRE(r.regions.size() == 1);
+  CHECK(r.regions[0].compiled);
+}
+
+TEST_CASE("Soundness: a call failing inside an op leaves the record and the plan as they were") {
+  // Reshape by a shape input: [5, 5] does not fit 12 elements, so the op throws mid-run.
+  GraphBuilder b("bad_reshape");
+  const ValueId x = b.input("x", DType::f32, {12});
+  const ValueId shape = b.input("shape", DType::i64, {2});
+  b.output(b.relu(b.reshape(b.neg(x), shape)), "y");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 2, .min_region_ops = 1});
+  const Tensor data = random_f32({12}, 4);
+  s.run(std::vector<Tensor>{data, ints({3, 4})});
+  CHECK_FALSE(error_of([&] { s.run(std::vector<Tensor>{data, ints({5, 5})}); }).empty());
+  s.run(std::vector<Tensor>{data, ints({3, 4})});
+  REQUIRE(s.planned());
+  for (const OpReport& o : s.report().ops) CHECK_MESSAGE(o.stable, o.node << ": " << o.change);
+  // While serving: the failing call counts no guard miss and causes no re-plan.
+  const Report before = s.report();
+  for (int i = 0; i < 4; ++i)
+    CHECK_FALSE(error_of([&] { s.run(std::vector<Tensor>{data, ints({5, 5})}); }).empty());
+  const Report after = s.report();
+  CHECK(after.guard_misses == before.guard_misses);
+  CHECK(after.kernel_calls == before.kernel_calls);
+  CHECK(after.replans == before.replans);
+  const std::vector<Tensor> in = {data, ints({3, 4})};
+  check_tensors_close(s.run(in)[0], Session(g, {.interpret_only = true}).run(in)[0]);
+  CHECK(s.report().kernel_calls == before.kernel_calls + 1);
+}
+
+TEST_CASE("Soundness: a runtime helper failing inside a kernel is an sgraph::Error") {
+  // A 160x128 product (80 KiB: a local buffer in the kernel's scratch block) through the GEMM.
+  GraphBuilder b("gemm");
+  const ValueId x = b.input("x", DType::f32, {160, 128});
+  b.output(b.relu(b.matmul(x, b.constant("w", random_f32({128, 128}, 7)))), "y");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 1});
+  const std::vector<Tensor> in = {random_f32({160, 128}, 6)};
+  const Tensor want = Session(g, {.interpret_only = true}).run(in)[0];
+  s.run(in);
+  REQUIRE(s.report().regions.size() == 1);
+  REQUIRE(s.report().regions[0].compiled);
+  // The first served call allocates the scratch block; later ones reuse it, so the second
+  // failure is the first helper call inside the kernel.
+  for (const char* where : {"scratch", "kernel failed"}) {
+    CAPTURE(where);
+    fail_kernel_helpers_for_testing(1);
+    const std::string e = error_of([&] { s.run(in); });
+    fail_kernel_helpers_for_testing(0);
+    CHECK(contains(e, "region of 2 ops"));
+    CHECK(contains(e, where));
+    check_tensors_close(s.run(in)[0], want);  // the next call is right
+  }
+  CHECK(s.report().kernel_calls == 2);  // the failed calls count no call
+}
