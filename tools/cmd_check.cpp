@@ -1,7 +1,9 @@
-// `sgraph check DIR... [--rtol R] [--atol A]`: runs folders in the ONNX backend-test layout
-// (model.onnx + test_data_set_<k>/) and compares each data set's outputs with its references.
-// A DIR may also hold such folders, at any depth; they run in sorted order. One line per data set;
-// a model that does not load, or a DIR with no model in it, counts as one failed data set.
+// `sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--each] [--require-kernels]
+// [--no-jit]`: runs
+// folders in the ONNX backend-test layout (model.onnx + test_data_set_<k>/) and compares each data
+// set's outputs with its references. A DIR may also hold such folders, at any depth; they run in
+// sorted order. One line per data set; a model that does not load, or a DIR with no model in it,
+// counts as one failed data set.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -35,6 +37,7 @@ void find_tests(const fs::path& dir, int depth, std::vector<fs::path>& out) {
 
 struct Tally {
   int models = 0, passed = 0, failed = 0;
+  int64_t kernel_calls = 0;
 };
 
 void line(bool ok, const std::string& folder, const std::string& what, const std::string& detail,
@@ -45,21 +48,30 @@ void line(bool ok, const std::string& folder, const std::string& what, const std
   std::fflush(stdout);  // real models take a while: show progress
 }
 
-void check_folder(const std::string& dir, Tolerance tol, const SessionOptions& options,
-                  Tally& tally) {
+void check_folder(const std::string& dir, Tolerance tol, const SessionOptions& options, int passes,
+                  bool each, bool require_kernels, Tally& tally) {
   ++tally.models;
   std::vector<DataSetResult> results;
   try {
-    results = run_backend_test(dir, tol, options);
+    results = run_backend_test(dir, tol, options, passes, each);
   } catch (const std::exception& e) {  // sgraph::Error, or e.g. running out of memory
     line(false, dir, "model", e.what(), tally);
     return;
   }
   if (results.empty()) line(false, dir, "-", "no test_data_set_0 folder", tally);
   for (const DataSetResult& r : results) {
-    char errors[96];
-    std::snprintf(errors, sizeof errors, "max_abs %.3g  max_rel %.3g", r.max_abs, r.max_rel);
-    line(r.ok, dir, r.name, errors + (r.ok ? "" : "  " + r.error), tally);
+    char errors[128];
+    std::snprintf(errors, sizeof errors, "max_abs %.3g  max_rel %.3g  kernels %lld", r.max_abs,
+                  r.max_rel, static_cast<long long>(r.kernel_calls));
+    tally.kernel_calls += r.kernel_calls;
+    const bool no_kernel = require_kernels && r.pass > 0 && r.ok && r.kernel_calls == 0;
+    const std::string what =
+        passes > 1 ? r.name + " (pass " + std::to_string(r.pass) + ")" : r.name;
+    line(r.ok && !no_kernel, dir, what,
+         errors + (!r.ok       ? "  " + r.error
+                   : no_kernel ? "  no region kernel ran"
+                               : ""),
+         tally);
   }
 }
 
@@ -71,6 +83,9 @@ int cmd_check(const Args& args) {
   SessionOptions options;
   options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
   options.jit = args.all("--no-jit").empty();
+  const int passes = static_cast<int>(args.integer("--passes", 1, 1));
+  const bool each = !args.all("--each").empty();
+  const bool require_kernels = !args.all("--require-kernels").empty();
   Tally tally;
   for (const std::string& dir : args.positional) {
     if (!fs::is_directory(dir)) {
@@ -81,15 +96,17 @@ int cmd_check(const Args& args) {
     find_tests(dir, 8, tests);
     if (tests.empty()) line(false, dir, "-", "no model.onnx in it or its subfolders", tally);
     for (const fs::path& t : tests)
-      check_folder(t.lexically_normal().string(), tol, options, tally);
+      check_folder(t.lexically_normal().string(), tol, options, passes, each, require_kernels,
+                   tally);
   }
   if (tally.models == 0)
     std::printf("check: no model folder (model.onnx + test_data_set_<k>/) found: nothing ran\n");
   std::printf(
-      "check: %d model folders, %d data sets (rtol %g, atol %g, %d warm-up runs, JIT %s): "
-      "%d passed, %d failed\n",
-      tally.models, tally.passed + tally.failed, tol.rtol, tol.atol, options.warmup_runs,
-      options.jit ? "on" : "off", tally.passed, tally.failed);
+      "check: %d model folders, %d data set runs (rtol %g, atol %g, %d warm-up runs, %d passes, "
+      "%sJIT %s, %lld kernel calls): %d passed, %d failed\n",
+      tally.models, tally.passed + tally.failed, tol.rtol, tol.atol, options.warmup_runs, passes,
+      each ? "a session per data set, " : "", options.jit ? "on" : "off",
+      static_cast<long long>(tally.kernel_calls), tally.passed, tally.failed);
   std::printf("%d passed, %d failed\n", tally.passed, tally.failed);
   return tally.failed == 0 && tally.passed > 0 ? 0 : 1;
 }

@@ -28,7 +28,9 @@ struct DataSetResult {
   std::string name;  // test_data_set_<k>
   bool ok = false;
   double max_abs = 0, max_rel = 0;
-  std::string error;  // why it failed
+  std::string error;         // why it failed
+  int pass = 1;              // which pass over the data sets (see run_backend_test)
+  int64_t kernel_calls = 0;  // region kernels this data set's run called (0: all interpreted)
 };
 
 // The data set folders of a test folder, in order.
@@ -38,8 +40,13 @@ std::vector<Tensor> load_inputs(const std::string& data_set_dir);
 
 // Loads dir/model.onnx and runs every data set in order through one Session with `options`
 // (so the first warmup_runs data sets warm up, and later ones run through compiled regions,
-// falling back when their shapes differ). Throws sgraph::Error when the model cannot be loaded.
+// falling back when their shapes differ), `passes` times over (a second pass serves the warm-up's
+// own data sets through the plan). With `session_per_data_set`, each data set has a Session of its
+// own, warmed up on that data set alone (a failing warm-up run is listed with pass 0), then runs
+// `passes` times through the plan made for it: every shape is served compiled. Throws
+// sgraph::Error when the model cannot be loaded.
 std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,
-                                            const SessionOptions& options = {});
+                                            const SessionOptions& options = {}, int passes = 1,
+                                            bool session_per_data_set = false);
 
 }  // namespace sgraph
