@@ -2,8 +2,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "onnx/import.h"
+#include "onnx/tensor_proto.h"  // onnx_pb.h
 #include "sgraph/onnx.h"
 #include "sgraph/session.h"
 
@@ -72,28 +75,106 @@ std::vector<Tensor> load_inputs(const std::string& data_set_dir) {
   return load_numbered(data_set_dir, "input_");
 }
 
+std::vector<Tensor> load_outputs(const std::string& data_set_dir) {
+  return load_numbered(data_set_dir, "output_");
+}
+
+namespace {
+
+std::string unknown_op_in(const onnx::GraphProto& g) {
+  for (const onnx::NodeProto& n : g.node()) {
+    if (!onnx_import::knows_op(n.domain(), n.op_type())) {
+      std::string why = "unsupported op '" + n.op_type() + "'";
+      if (!n.domain().empty() && n.domain() != "ai.onnx") why += " from domain '" + n.domain() + "'";
+      return why;
+    }
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      std::string why = a.has_g() ? unknown_op_in(a.g()) : "";
+      for (int k = 0; why.empty() && k < a.graphs_size(); ++k) why = unknown_op_in(a.graphs(k));
+      if (!why.empty()) return why;
+    }
+  }
+  return "";
+}
+
+// Compares a run's outputs with a data set's references.
+void compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                     Tolerance tol, DataSetResult& r) {
+  SG_CHECK(got.size() == want.size())
+      << "the model has " << got.size() << " outputs, the data set " << want.size();
+  r.ok = true;
+  for (size_t j = 0; j < got.size(); ++j) {
+    const Comparison c = compare_tensors(got[j], want[j], tol);
+    r.max_abs = std::max(r.max_abs, c.max_abs);
+    r.max_rel = std::max(r.max_rel, c.max_rel);
+    if (!c.ok && r.ok) {
+      r.ok = false;
+      r.error = "output " + std::to_string(j) + ": " + c.why;
+    }
+  }
+}
+
+int64_t kernel_calls(const Report& rep) {
+  int64_t n = rep.kernel_calls;
+  for (const Report& sub : rep.subgraphs) n += kernel_calls(sub);
+  return n;
+}
+
+void outside(const Report& rep, std::vector<std::string>& out) {
+  for (const OpReport& o : rep.ops)
+    if (o.region < 0) out.push_back(std::string(op_name(o.op)) + ": " + o.reason);
+  for (const RegionReport& r : rep.regions)
+    if (!r.compiled) out.push_back("region not compiled: " + r.why_interpreted);
+  for (const Report& sub : rep.subgraphs) outside(sub, out);
+}
+
+}  // namespace
+
+std::string unknown_op(const std::string& model_path) {
+  std::ifstream in(model_path, std::ios::binary);
+  onnx::ModelProto model;
+  if (!in || !model.ParseFromIstream(&in)) return "";
+  return unknown_op_in(model.graph());
+}
+
 std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,
                                             const SessionOptions& options) {
-  Session session(load_onnx(dir + "/model.onnx"), options);
+  return run_backend_test(load_onnx(dir + "/model.onnx"), dir, tol, options);
+}
+
+std::vector<DataSetResult> run_backend_test(const Graph& graph, const std::string& dir,
+                                            Tolerance tol, const SessionOptions& options) {
+  Session session(graph, options);
   std::vector<DataSetResult> results;
   for (const std::string& ds : data_sets(dir)) {
     DataSetResult r;
     r.name = fs::path(ds).filename().string();
     try {
-      const std::vector<Tensor> want = load_numbered(ds, "output_");
-      const std::vector<Tensor> got = session.run(load_inputs(ds));
-      SG_CHECK(got.size() == want.size())
-          << "the model has " << got.size() << " outputs, the data set " << want.size();
-      r.ok = true;
-      for (size_t j = 0; j < got.size(); ++j) {
-        const Comparison c = compare_tensors(got[j], want[j], tol);
-        r.max_abs = std::max(r.max_abs, c.max_abs);
-        r.max_rel = std::max(r.max_rel, c.max_rel);
-        if (!c.ok && r.ok) {
-          r.ok = false;
-          r.error = "output " + std::to_string(j) + ": " + c.why;
-        }
-      }
+      compare_outputs(session.run(load_inputs(ds)), load_outputs(ds), tol, r);
+    } catch (const Error& e) {
+      r.ok = false;
+      r.error = e.what();
+    }
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+std::vector<ReplayResult> replay_backend_test(const Graph& graph, const std::string& dir,
+                                              Tolerance tol, const SessionOptions& options) {
+  std::vector<ReplayResult> results;
+  for (const std::string& ds : data_sets(dir)) {
+    ReplayResult r;
+    r.name = fs::path(ds).filename().string();
+    try {
+      Session session(graph, options);
+      const std::vector<Tensor> inputs = load_inputs(ds);
+      for (int k = 0; k < options.warmup_runs; ++k) session.run(inputs);
+      const int64_t before = kernel_calls(session.report());
+      compare_outputs(session.run(inputs), load_outputs(ds), tol, r);
+      const Report rep = session.report();
+      r.kernel_calls = kernel_calls(rep) - before;
+      outside(rep, r.outside);
     } catch (const Error& e) {
       r.ok = false;
       r.error = e.what();

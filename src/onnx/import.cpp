@@ -11,11 +11,20 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "onnx/import.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/infer.h"
 #include "sgraph/onnx.h"
 
 namespace sgraph {
+
+bool onnx_import::knows_op(std::string_view domain, std::string_view type) {
+  if (!domain.empty() && domain != "ai.onnx") return false;
+  // Converted by the importer itself (below) rather than mapped onto one op of the same name.
+  if (type == "Constant" || type == "Dropout" || type == "Upsample") return true;
+  return op_from_name(type).has_value();
+}
+
 namespace {
 
 using onnx_import::tensor_from_proto;
@@ -244,6 +253,8 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
   try {
     SG_CHECK(np.domain().empty() || np.domain() == "ai.onnx")
         << "unsupported op '" << type << "' from domain '" << np.domain() << "'";
+    SG_CHECK(onnx_import::knows_op(np.domain(), type))
+        << "unsupported op '" << type << "' (domain ai.onnx, opset " << opset_ << ")";
     std::vector<ValueId> inputs;
     for (const std::string& in : np.input()) {
       if (in.empty()) {
@@ -341,10 +352,7 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
     // Before opset 7, binary ops broadcast only with broadcast=1, along `axis` if given.
     SG_CHECK(opset_ >= 7 || !attrs.has("axis") || !attrs.has("broadcast"))
         << "legacy broadcasting along an axis (opset " << opset_ << ") is not supported";
-    const std::optional<OpKind> op = op_from_name(type);
-    SG_CHECK(op.has_value() && *op != OpKind::If)
-        << "unsupported op '" << type << "' (domain ai.onnx, opset " << opset_ << ")";
-    emit1(*op, std::move(inputs), std::move(attrs));
+    emit1(*op_from_name(type), std::move(inputs), std::move(attrs));
   } catch (Error& e) {
     e.at_node(name, type);
     throw;
