@@ -305,14 +305,22 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
       constant(s, outputs[0], std::move(t));
       return;
     }
-    if (type == "Dropout") {  // inference: the identity; the mask output is not supported
-      SG_CHECK(outputs.size() == 1) << "Dropout's mask output is not supported";
+    if (type == "Dropout") {  // inference: the identity, and a mask that keeps every element
+      SG_CHECK(!inputs.empty() && inputs[0] != kNoValue && !outputs.empty() && outputs.size() <= 2)
+          << "Dropout needs input 0 and one or two outputs, got " << np.input_size()
+          << " inputs and " << outputs.size() << " outputs";
       if (inputs.size() > 2 && inputs[2] != kNoValue) {
         const Tensor& mode = s.g.values[inputs[2]].initializer;
         SG_CHECK(mode.defined() && mode.numel() == 1 && mode.at_double(0) == 0)
             << "Dropout in training mode is not supported (only the inference form)";
       }
-      emit1(OpKind::Identity, {input0()}, {});
+      emit(s, OpKind::Identity, {inputs[0]}, {}, {outputs[0]}, name);
+      if (outputs.size() == 2) {
+        const ValueId shape =
+            emit(s, OpKind::Shape, {inputs[0]}, {}, {name + "/shape"}, name + "/shape")[0];
+        emit(s, OpKind::ConstantOfShape, {shape}, {{"value", Tensor::scalar(true)}}, {outputs[1]},
+             name + "/mask");
+      }
       return;
     }
     if ((type == "Softmax" || type == "LogSoftmax") && opset_ < 13) {
