@@ -85,7 +85,8 @@ std::string unknown_op_in(const onnx::GraphProto& g) {
   for (const onnx::NodeProto& n : g.node()) {
     if (!onnx_import::knows_op(n.domain(), n.op_type())) {
       std::string why = "unsupported op '" + n.op_type() + "'";
-      if (!n.domain().empty() && n.domain() != "ai.onnx") why += " from domain '" + n.domain() + "'";
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        why += " from domain '" + n.domain() + "'";
       return why;
     }
     for (const onnx::AttributeProto& a : n.attribute()) {
@@ -98,8 +99,8 @@ std::string unknown_op_in(const onnx::GraphProto& g) {
 }
 
 // Compares a run's outputs with a data set's references.
-void compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
-                     Tolerance tol, DataSetResult& r) {
+void compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, Tolerance tol,
+                     DataSetResult& r) {
   SG_CHECK(got.size() == want.size())
       << "the model has " << got.size() << " outputs, the data set " << want.size();
   r.ok = true;

@@ -176,8 +176,7 @@ int main(int argc, char** argv) {
 
     const auto k = kKnownFailures.find(t);
     const bool listed = k != kKnownFailures.end();
-    const bool fails_as_listed =
-        listed && (k->second.compiled_only ? ok && !compiled_ok : !ok);
+    const bool fails_as_listed = listed && (k->second.compiled_only ? ok && !compiled_ok : !ok);
     if (listed && !fails_as_listed) {
       stale.push_back(t + ": listed as failing " +
                       (k->second.compiled_only ? "compiled only" : "interpreted") +
@@ -216,7 +215,7 @@ int main(int argc, char** argv) {
       "\nconformance: %d ops, %d node tests run, %d unsupported, %d excluded, %zu known "
       "failures (%.1f s)\n"
       "interpreted: %d passed of %d; compiled: %d ran compiled, %d passed\n",
-      static_cast<int>(rows.size()), total.tests, unsupported_tests, excluded,
-      known.size(), seconds, total.passed, total.tests, total.ran_compiled, total.compiled_passed);
+      static_cast<int>(rows.size()), total.tests, unsupported_tests, excluded, known.size(),
+      seconds, total.passed, total.tests, total.ran_compiled, total.compiled_passed);
   return failures.empty() && jit_failures.empty() && stale.empty() ? 0 : 1;
 }

@@ -48,11 +48,11 @@ TEST_CASE("backend test: unknown_op names an op the importer does not know, in a
     CHECK(unknown_op(f.dir + "/model.onnx").empty());
   }
   SUBCASE("an unknown op after one that fails to load") {
-    const TestFolder f(make_model(13,
-                                  {make_node("Add", {"x", "ghost"}, {"a"}),
-                                   make_node("FrobNicate", {"a"}, {"y"})},
-                                  in, {"y"}),
-                       {}, {});
+    const TestFolder f(
+        make_model(13,
+                   {make_node("Add", {"x", "ghost"}, {"a"}), make_node("FrobNicate", {"a"}, {"y"})},
+                   in, {"y"}),
+        {}, {});
     CHECK(unknown_op(f.dir + "/model.onnx") == "unsupported op 'FrobNicate'");
   }
   SUBCASE("another domain") {
@@ -66,13 +66,12 @@ TEST_CASE("backend test: unknown_op names an op the importer does not know, in a
         make_graph("then", {make_node("FrobNicate", {"x"}, {"t"})}, {}, {"t"});
     const onnx::GraphProto else_branch =
         make_graph("else", {make_node("Relu", {"x"}, {"e"})}, {}, {"e"});
-    const TestFolder f(
-        make_model(13,
-                   {make_node("If", {"c"}, {"y"},
-                              {graph_attr("then_branch", then_branch),
-                               graph_attr("else_branch", else_branch)})},
-                   {value_info("c", kBool, {}), value_info("x", kX)}, {"y"}),
-        {}, {});
+    const TestFolder f(make_model(13,
+                                  {make_node("If", {"c"}, {"y"},
+                                             {graph_attr("then_branch", then_branch),
+                                              graph_attr("else_branch", else_branch)})},
+                                  {value_info("c", kBool, {}), value_info("x", kX)}, {"y"}),
+                       {}, {});
     CHECK(unknown_op(f.dir + "/model.onnx") == "unsupported op 'FrobNicate'");
   }
   SUBCASE("a file that does not parse") {

@@ -191,8 +191,7 @@ TEST_CASE("ONNX import: Upsample-7, Upsample-9 and Resize-10 (nearest, asymmetri
               {1, 1, 1, 4}, {1, 1.5, 2, 2});
 }
 
-TEST_CASE("ONNX import: Dropout at inference is the identity and keeps every element, training "
-          "is rejected") {
+TEST_CASE("ONNX import: Dropout at inference is the identity, its mask all true, training fails") {
   const Tensor x = f32({3}, {1, -2, 3});
   check_close(run_node(10, make_node("Dropout", {"x"}, {"y"}, {float_attr("ratio", 0.5f)}), {x})[0],
               {3}, {1, -2, 3});
@@ -215,8 +214,8 @@ TEST_CASE("ONNX import: Dropout at inference is the identity and keeps every ele
   for (int64_t i = 0; i < 3; ++i) CHECK(ym[1].data<bool>()[i]);
 
   const auto in = std::vector{value_info("x", x)};
-  const std::string err = import_error(make_model(13, {make_node("Dropout", {"x", "ratio", "on"}, {"y"}, {}, "drop")},
-                                in, {"y"}, {ratio, on}));
+  const std::string err = import_error(make_model(
+      13, {make_node("Dropout", {"x", "ratio", "on"}, {"y"}, {}, "drop")}, in, {"y"}, {ratio, on}));
   CHECK(contains(err, "test.onnx: node 'drop' (Dropout): "));
   CHECK(contains(err, "training mode"));
 }
