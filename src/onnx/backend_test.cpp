@@ -2,7 +2,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include "onnx/import.h"
+#include "onnx/tensor_proto.h"  // onnx_pb.h
 
 #include "sgraph/onnx.h"
 #include "sgraph/session.h"
@@ -72,7 +76,37 @@ std::vector<Tensor> load_inputs(const std::string& data_set_dir) {
   return load_numbered(data_set_dir, "input_");
 }
 
+std::vector<Tensor> load_outputs(const std::string& data_set_dir) {
+  return load_numbered(data_set_dir, "output_");
+}
+
 namespace {
+
+std::string unknown_op_in(const onnx::GraphProto& g) {
+  for (const onnx::NodeProto& n : g.node()) {
+    if (!onnx_import::knows_op(n.domain(), n.op_type())) {
+      std::string why = "unsupported op '" + n.op_type() + "'";
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        why += " from domain '" + n.domain() + "'";
+      return why;
+    }
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      std::string why = a.has_g() ? unknown_op_in(a.g()) : "";
+      for (int k = 0; why.empty() && k < a.graphs_size(); ++k) why = unknown_op_in(a.graphs(k));
+      if (!why.empty()) return why;
+    }
+  }
+  return "";
+}
+
+// The ops of a report (and its subgraphs') outside every region, and regions without a kernel.
+void outside(const Report& rep, std::vector<std::string>& out) {
+  for (const OpReport& o : rep.ops)
+    if (o.region < 0) out.push_back(std::string(op_name(o.op)) + ": " + o.reason);
+  for (const RegionReport& r : rep.regions)
+    if (!r.compiled) out.push_back("region not compiled: " + r.why_interpreted);
+  for (const Report& sub : rep.subgraphs) outside(sub, out);
+}
 
 // Kernel calls of a report and of its subgraphs' (If branches) reports.
 int64_t all_kernel_calls(const Report& r) {
@@ -88,7 +122,7 @@ DataSetResult run_data_set(Session& session, const std::string& ds, Tolerance to
   r.pass = pass;
   const int64_t calls_before = all_kernel_calls(session.report());
   try {
-    const std::vector<Tensor> want = load_numbered(ds, "output_");
+    const std::vector<Tensor> want = load_outputs(ds);
     const std::vector<Tensor> got = session.run(load_inputs(ds));
     SG_CHECK(got.size() == want.size())
         << "the model has " << got.size() << " outputs, the data set " << want.size();
@@ -112,28 +146,54 @@ DataSetResult run_data_set(Session& session, const std::string& ds, Tolerance to
 
 }  // namespace
 
+std::string unknown_op(const std::string& model_path) {
+  std::ifstream in(model_path, std::ios::binary);
+  onnx::ModelProto model;
+  if (!in || !model.ParseFromIstream(&in)) return "";
+  return unknown_op_in(model.graph());
+}
+
 std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,
                                             const SessionOptions& options, int passes,
                                             bool session_per_data_set) {
-  Graph graph = load_onnx(dir + "/model.onnx");
+  return run_backend_test(load_onnx(dir + "/model.onnx"), dir, tol, options, passes,
+                          session_per_data_set);
+}
+
+std::vector<ReplayResult> replay_backend_test(const Graph& graph, const std::string& dir,
+                                              Tolerance tol, const SessionOptions& options) {
+  return run_backend_test(graph, dir, tol, options, 1, true);
+}
+
+std::vector<DataSetResult> run_backend_test(const Graph& graph, const std::string& dir,
+                                            Tolerance tol, const SessionOptions& options,
+                                            int passes, bool session_per_data_set) {
   std::vector<DataSetResult> results;
   const std::vector<std::string> sets = data_sets(dir);
   if (session_per_data_set) {
     for (const std::string& ds : sets) {
       Session session(graph, options);
-      const std::vector<Tensor> in = load_inputs(ds);
-      bool warmed = true;
+      bool warmed = true;  // warm-up runs must not throw; only the served runs are compared
       for (int i = 0; i < options.warmup_runs && warmed; ++i) {
-        DataSetResult r = run_data_set(session, ds, tol, 0);  // warm-up: checked, not listed
-        if (!r.ok) results.push_back(std::move(r));
-        warmed = results.empty() || results.back().pass != 0;
+        try {
+          session.run(load_inputs(ds));
+        } catch (const Error& e) {
+          warmed = false;
+          DataSetResult r;
+          r.name = fs::path(ds).filename().string();
+          r.pass = 0;
+          r.error = e.what();
+          results.push_back(std::move(r));
+        }
       }
-      for (int pass = 1; warmed && pass <= passes; ++pass)
+      for (int pass = 1; warmed && pass <= passes; ++pass) {
         results.push_back(run_data_set(session, ds, tol, pass));
+        outside(session.report(), results.back().outside);
+      }
     }
     return results;
   }
-  Session session(std::move(graph), options);
+  Session session(graph, options);
   for (int pass = 1; pass <= passes; ++pass)
     for (const std::string& ds : sets) results.push_back(run_data_set(session, ds, tol, pass));
   return results;

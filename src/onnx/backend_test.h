@@ -31,22 +31,43 @@ struct DataSetResult {
   std::string error;         // why it failed
   int pass = 1;              // which pass over the data sets (see run_backend_test)
   int64_t kernel_calls = 0;  // region kernels this data set's run called (0: all interpreted)
+  // With a session per data set: each op left out of every region, with why ("Gather: not
+  // compilable: ..."), and each planned region that got no kernel, with why.
+  std::vector<std::string> outside;
 };
 
 // The data set folders of a test folder, in order.
 std::vector<std::string> data_sets(const std::string& dir);
 // Inputs of one data set, in order.
 std::vector<Tensor> load_inputs(const std::string& data_set_dir);
+// Outputs (references) of one data set, in order.
+std::vector<Tensor> load_outputs(const std::string& data_set_dir);
+
+// The first op of the model file (subgraphs included) that the ONNX importer does not know, as
+// "unsupported op 'Name'" (with its domain unless it is ai.onnx); "" when it knows them all or
+// the file does not parse. Unlike load_onnx it does not stop at an error of another kind, so it
+// tells a model sgraph cannot run from one it fails to load.
+std::string unknown_op(const std::string& model_path);
 
 // Loads dir/model.onnx and runs every data set in order through one Session with `options`
 // (so the first warmup_runs data sets warm up, and later ones run through compiled regions,
 // falling back when their shapes differ), `passes` times over (a second pass serves the warm-up's
 // own data sets through the plan). With `session_per_data_set`, each data set has a Session of its
-// own, warmed up on that data set alone (a failing warm-up run is listed with pass 0), then runs
-// `passes` times through the plan made for it: every shape is served compiled. Throws
+// own, warmed up on that data set alone (a warm-up run that throws is listed with pass 0), then
+// runs `passes` times through the plan made for it: every shape is served compiled. Throws
 // sgraph::Error when the model cannot be loaded.
 std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,
                                             const SessionOptions& options = {}, int passes = 1,
                                             bool session_per_data_set = false);
+// The same with the model already loaded (`graph`); `dir` holds the data sets.
+std::vector<DataSetResult> run_backend_test(const Graph& graph, const std::string& dir,
+                                            Tolerance tol, const SessionOptions& options = {},
+                                            int passes = 1, bool session_per_data_set = false);
+
+// Every data set of `dir` through a Session of its own, warmed up on it, then served once and
+// compared (run_backend_test with a session per data set and one pass).
+using ReplayResult = DataSetResult;
+std::vector<ReplayResult> replay_backend_test(const Graph& graph, const std::string& dir,
+                                              Tolerance tol, const SessionOptions& options);
 
 }  // namespace sgraph

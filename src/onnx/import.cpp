@@ -11,11 +11,20 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "onnx/import.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/infer.h"
 #include "sgraph/onnx.h"
 
 namespace sgraph {
+
+bool onnx_import::knows_op(std::string_view domain, std::string_view type) {
+  if (!domain.empty() && domain != "ai.onnx") return false;
+  // Converted by the importer itself (below) rather than mapped onto one op of the same name.
+  if (type == "Constant" || type == "Dropout" || type == "Upsample") return true;
+  return op_from_name(type).has_value();
+}
+
 namespace {
 
 using onnx_import::tensor_from_proto;
@@ -244,6 +253,8 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
   try {
     SG_CHECK(np.domain().empty() || np.domain() == "ai.onnx")
         << "unsupported op '" << type << "' from domain '" << np.domain() << "'";
+    SG_CHECK(onnx_import::knows_op(np.domain(), type))
+        << "unsupported op '" << type << "' (domain ai.onnx, opset " << opset_ << ")";
     std::vector<ValueId> inputs;
     for (const std::string& in : np.input()) {
       if (in.empty()) {
@@ -294,14 +305,22 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
       constant(s, outputs[0], std::move(t));
       return;
     }
-    if (type == "Dropout") {  // inference: the identity; the mask output is not supported
-      SG_CHECK(outputs.size() == 1) << "Dropout's mask output is not supported";
+    if (type == "Dropout") {  // inference: the identity, and a mask that keeps every element
+      SG_CHECK(!inputs.empty() && inputs[0] != kNoValue && !outputs.empty() && outputs.size() <= 2)
+          << "Dropout needs input 0 and one or two outputs, got " << np.input_size()
+          << " inputs and " << outputs.size() << " outputs";
       if (inputs.size() > 2 && inputs[2] != kNoValue) {
         const Tensor& mode = s.g.values[inputs[2]].initializer;
         SG_CHECK(mode.defined() && mode.numel() == 1 && mode.at_double(0) == 0)
             << "Dropout in training mode is not supported (only the inference form)";
       }
-      emit1(OpKind::Identity, {input0()}, {});
+      emit(s, OpKind::Identity, {inputs[0]}, {}, {outputs[0]}, name);
+      if (outputs.size() == 2) {
+        const ValueId shape =
+            emit(s, OpKind::Shape, {inputs[0]}, {}, {name + "/shape"}, name + "/shape")[0];
+        emit(s, OpKind::ConstantOfShape, {shape}, {{"value", Tensor::scalar(true)}}, {outputs[1]},
+             name + "/mask");
+      }
       return;
     }
     if ((type == "Softmax" || type == "LogSoftmax") && opset_ < 13) {
@@ -341,10 +360,7 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
     // Before opset 7, binary ops broadcast only with broadcast=1, along `axis` if given.
     SG_CHECK(opset_ >= 7 || !attrs.has("axis") || !attrs.has("broadcast"))
         << "legacy broadcasting along an axis (opset " << opset_ << ") is not supported";
-    const std::optional<OpKind> op = op_from_name(type);
-    SG_CHECK(op.has_value() && *op != OpKind::If)
-        << "unsupported op '" << type << "' (domain ai.onnx, opset " << opset_ << ")";
-    emit1(*op, std::move(inputs), std::move(attrs));
+    emit1(*op_from_name(type), std::move(inputs), std::move(attrs));
   } catch (Error& e) {
     e.at_node(name, type);
     throw;

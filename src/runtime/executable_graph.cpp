@@ -167,8 +167,11 @@ void ExecutableGraph::plan_arena(const WarmupShapes& warmup,
 }
 
 bool ExecutableGraph::guard_holds(const RegionPlan& r, const std::vector<Tensor>& env) const {
-  for (size_t i = 0; i < r.region.inputs.size(); ++i)
-    if (env[r.region.inputs[i]].shape() != r.input_shapes[i]) return false;
+  for (size_t i = 0; i < r.region.inputs.size(); ++i) {
+    const Tensor& t = env[r.region.inputs[i]];
+    if (t.shape() != r.input_shapes[i] || t.dtype() != g_.values[r.region.inputs[i]].dtype)
+      return false;
+  }
   for (const auto& [i, want] : r.value_guards) {  // same shape and dtype: compare the bytes
     const Tensor& t = env[r.region.inputs[i]];
     if (t.dtype() != want.dtype() || std::memcmp(t.raw_data(), want.raw_data(), want.nbytes()))

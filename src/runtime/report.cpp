@@ -91,7 +91,7 @@ std::string Report::to_text() const {
     os << "\nregion " << r.id << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns)
        << " us interpreted; ";
     if (r.cache_hit)
-      os << "kernel from the cache";
+      os << "kernel from the cache (the same code)";
     else if (r.compiled)
       os << "compiled " << r.compiles << "x (" << r.compile_ms << " ms)";
     else
@@ -100,6 +100,7 @@ std::string Report::to_text() const {
        << "\n  threads: " << r.threads << " (" << r.threads_why << ")"
        << "\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
        << "\n  outputs: " << join(r.outputs) << "\n";
+    if (!r.value_guarded.empty()) os << "  guarded by value: " << join(r.value_guarded) << "\n";
   }
   for (const Report& sub : subgraphs) os << "\nsubgraph " << sub.to_text();
   return os.str();
@@ -147,6 +148,7 @@ nlohmann::ordered_json json_of(const Report& rep) {
                             {"nodes", r.nodes},
                             {"inputs", r.inputs},
                             {"outputs", r.outputs},
+                            {"value_guarded", r.value_guarded},
                             {"profiled_ns", r.profiled_ns},
                             {"compiled", r.compiled},
                             {"why_interpreted", r.why_interpreted},

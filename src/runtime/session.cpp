@@ -411,6 +411,8 @@ struct Session::Impl {
       rr.threads_why = plan.threads_why;
       rr.inputs = names(plan.region.inputs);
       rr.outputs = names(plan.region.outputs);
+      for (const auto& [i, values] : plan.value_guards)
+        rr.value_guarded.push_back(graph.values[plan.region.inputs[i]].name);
       rr.compiled = plan.fn != nullptr;
       rr.why_interpreted = plan.why_interpreted;
       rr.compiles = plan.compiles;
