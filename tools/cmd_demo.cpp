@@ -48,7 +48,7 @@ Session warm_up(const std::string& dir, const std::vector<std::string>& sets,
   for (const RegionReport& r : rep.regions) {
     char how[160];
     if (r.cache_hit)
-      std::snprintf(how, sizeof how, "kernel shared with an identical region");
+      std::snprintf(how, sizeof how, "kernel shared with a region of the same code");
     else if (r.compiled)
       std::snprintf(how, sizeof how, "compiled in %.1f ms", r.compile_ms);
     else

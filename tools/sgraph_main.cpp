@@ -86,7 +86,10 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"check", cmd_check, {"--rtol", "--atol", "--warmup", "--passes"}, {"--no-jit", "--each", "--require-kernels"}},
+    {"check",
+     cmd_check,
+     {"--rtol", "--atol", "--warmup", "--passes"},
+     {"--no-jit", "--each", "--require-kernels"}},
     {"run",
      cmd_run,
      {"--input", "--iters", "--warmup", "--threads", "--shapes", "--json", "--dot", "--bench-json"},

@@ -35,11 +35,11 @@ struct RegionReport {
   // Inputs the region's shapes are computed from by value (a Shape(x) vector feeding a Reshape):
   // the guard checks their values too.
   std::vector<std::string> value_guarded;
-  int64_t profiled_ns = 0;  // sum of its ops' median interpreted time
-  bool compiled = false;                     // has a kernel
-  std::string why_interpreted;               // when not compiled
-  int compiles = 0;                          // times this region was compiled
-  bool cache_hit = false;  // its kernel is one compiled before, for the same code
+  int64_t profiled_ns = 0;      // sum of its ops' median interpreted time
+  bool compiled = false;        // has a kernel
+  std::string why_interpreted;  // when not compiled
+  int compiles = 0;             // times this region was compiled
+  bool cache_hit = false;       // its kernel is one compiled before, for the same code
   double compile_ms = 0;
   int64_t kernel_calls = 0, guard_misses = 0;  // while serving
   int threads = 1;                             // threads its kernel's loop nests run on

@@ -54,6 +54,11 @@ class Session {
   Session& operator=(Session&&) noexcept;
 
   // Inputs in the order of graph().inputs; outputs in the order of graph().outputs.
+  // Results are those of the interpreter: a compiled region runs only when its guard holds (its
+  // inputs have the shapes and dtypes it was compiled for, and inputs its shapes are computed from
+  // hold the values they had), else its ops are interpreted. A call that throws sgraph::Error
+  // (a wrong input, an op rejecting its values, a kernel's runtime failure) changes nothing: it is
+  // not a warm-up run, counts no guard miss and causes no re-plan.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   // Inputs and outputs by name.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);

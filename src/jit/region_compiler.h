@@ -21,12 +21,12 @@
 //     parameters; see index_maps.cpp);
 //   - a reduction (ReduceSum/ReduceMean/ReduceMax) is materialised: before the output nests, a
 //     loop nest over its operand's shape accumulates into a kernel-local buffer (stack when at
-//     most 64 KiB, else malloc'ed per call; f64 for float sums, i64 for integer sums) and its
-//     consumers read that buffer like a region input; Softmax/LogSoftmax materialise the row max
-//     and then the row sum of exp(x - max), LayerNormalization the row mean and inverse standard
-//     deviation, the same way; MatMul/Gemm call the runtime GEMM into a local buffer and their
-//     consumers (bias, activation, ...) are the epilogue; GlobalAveragePool is a mean over the
-//     spatial dims;
+//     most 64 KiB, else in the caller's scratch block; f64 for float sums, i64 for integer sums)
+//     and its consumers read that buffer like a region input; Softmax/LogSoftmax materialise the
+//     row max and then the row sum of exp(x - max), LayerNormalization the row mean and inverse
+//     standard deviation, the same way; MatMul/Gemm call the runtime GEMM into a local buffer and
+//     their consumers (bias, activation, ...) are the epilogue; GlobalAveragePool is a mean over
+//     the spatial dims;
 //   - Conv, MaxPool and AveragePool read windows of a source: their input, or a local copy of it
 //     (padded when windows reach outside). A Conv with short dot products (depthwise) and the
 //     pools are straight-line sums/maxima over the window in the consumer's loop; other Convs go

@@ -41,7 +41,7 @@ struct RegionPlan {
   RegionFn fn = nullptr;          // nullptr: the region's ops are interpreted
   int64_t scratch_bytes = 0;      // the kernel's scratch block (0: none)
   std::shared_ptr<void> scratch;  // allocated on the first call, kept for the next ones
-  bool cache_hit = false;         // the kernel came from the cache (an identical region)
+  bool cache_hit = false;         // the kernel is one compiled before for the same code
   int compiles = 0;               // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
