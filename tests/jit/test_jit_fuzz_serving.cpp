@@ -50,9 +50,13 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     const uint32_t seed = first_seed + static_cast<uint32_t>(gi);
     ServeGen gen(seed);
     const std::string bad = test::error_of([&] { gen.make(); });
-    REQUIRE_MESSAGE(bad.empty(), "FAILED seed " << seed << ": the generator made an invalid graph: "
-                                                << bad << "\n"
-                                                << gen.partial());
+    CHECK_MESSAGE(bad.empty(),
+                  "FAILED seed " << seed << ": the generator made an invalid graph: " << bad << "\n"
+                                 << gen.partial());
+    if (!bad.empty()) {
+      ++failed;
+      continue;
+    }
     twins += gen.twins;
     computed += gen.computed_shapes;
     // Warm-up at scenario 0 (maybe twice, or once more at 1: what changes is then left out of
