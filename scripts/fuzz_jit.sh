@@ -43,21 +43,23 @@ for c in "${cases[@]}"; do
     log="$logs/$(printf '%s' "$c" | tr -c 'A-Za-z0-9' '_' | cut -c1-40)_$s.log"
     SGRAPH_FUZZ_SEED=$s SGRAPH_FUZZ_GRAPHS=$n "$bin" -tc="$(pattern "$c")" >"$log" 2>&1
     rc=$?
-    grep -o 'FAILED seed [0-9]*.*' "$log" | cut -c1-220 | sed "s|^|$c: |" >>"$failures"
-    summary=$(grep -o '[0-9]* graphs from seed .*' "$log" | cut -c1-200)
+    summary=$(grep -o '[0-9]* graphs from seed .*' "$log" | cut -c1-320)
     echo "  seeds $s..$((s + n - 1)): ${summary:-no summary (exit $rc)}"
-    if grep -q 'CRASHED' "$log" || ((rc >= 128)); then
-      echo "  crashed: running its seeds one at a time"
-      for ((k = s; k < s + n; ++k)); do
-        SGRAPH_FUZZ_SEED=$k SGRAPH_FUZZ_GRAPHS=1 "$bin" -tc="$(pattern "$c")" >"$log.one" 2>&1
-        one=$?
-        if grep -q 'CRASHED' "$log.one" || ((one >= 128)); then
-          echo "$c: FAILED seed $k: crashed (see $log.$k)" >>"$failures"
-          mv "$log.one" "$log.$k"
-        fi
-      done
-      rm -f "$log.one"
+    if ! grep -q 'CRASHED' "$log" && ((rc < 128)); then
+      grep -o 'FAILED seed [0-9]*.*' "$log" | cut -c1-220 | sed "s|^|$c: |" >>"$failures"
+      continue
     fi
+    echo "  crashed: running its seeds one at a time"
+    for ((k = s; k < s + n; ++k)); do
+      SGRAPH_FUZZ_SEED=$k SGRAPH_FUZZ_GRAPHS=1 "$bin" -tc="$(pattern "$c")" >"$log.one" 2>&1
+      one=$?
+      grep -o 'FAILED seed [0-9]*.*' "$log.one" | cut -c1-220 | sed "s|^|$c: |" >>"$failures"
+      if grep -q 'CRASHED' "$log.one" || ((one >= 128)); then
+        echo "$c: FAILED seed $k: crashed (exit $one, see $log.$k)" >>"$failures"
+        mv "$log.one" "$log.$k"
+      fi
+    done
+    rm -f "$log.one"
   done
 done
 

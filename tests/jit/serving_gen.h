@@ -231,7 +231,8 @@ class ServeGen {
   }
 
   // The output shapes of Pad (pads begin..., end... over `axes`), or nullopt when an axis would
-  // keep fewer than 2 elements, reflect past them, or grow the value past kMaxNumel.
+  // keep fewer than 2 elements, reflect past them, or grow the value past kMaxNumel (zero pads
+  // always fit).
   static std::optional<Shapes> pad_shapes(const Shapes& in, const Ints& axes, const Ints& pads,
                                           bool reflect) {
     Shapes out = in;
@@ -245,7 +246,7 @@ class ServeGen {
         out[k][axes[i]] = n + b + e;
       }
     }
-    if (max_numel(out) > kMaxNumel) return std::nullopt;
+    if (max_numel(out) > std::max(kMaxNumel, max_numel(in))) return std::nullopt;
     return out;
   }
 
