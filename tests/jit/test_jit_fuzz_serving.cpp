@@ -1,0 +1,134 @@
+// Differential fuzzing of the JIT while it serves: random graphs whose inputs have symbolic dims
+// (n, m) are warmed up at one size of the symbols, then served at other sizes and at the
+// warm-up's again, each call compared with the interpreter on shapes and values. Besides
+// elementwise, movement and reduction ops with multi-element constant operands (Pad's pads,
+// Slice's starts/ends/axes/steps, Gather's indices, Reshape's and Expand's shapes, reduction
+// axes), the graphs hold what a kernel specialised on one call's shapes must not get wrong:
+//   - shapes computed from values: Shape(u) -> Gather -> (i64 arithmetic) -> Concat with
+//     constants -> the shape operand of Expand, Reshape or ConstantOfShape;
+//   - twin chains: one short chain of ops built twice from the same value, with the same shapes
+//     but other constants (pads, slice parameters, gather indices, reduction axes, constant
+//     tensors; a MatMul's B is a constant in one twin and may be a value computed per call in the
+//     other). Twins start at a graph input or at an op the JIT does not compile (Celu, ReduceMin,
+//     Mod), so each is a region of its own.
+// One graph in five is served per signature (CompileMode::per_signature) instead.
+// Each graph comes from its own seed (kSeed + graph index, see fuzz_util.h for the environment
+// overrides); a failure names the seed and prints the sizes, the calls, the graph and the report.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "jit/serving_gen.h"
+#include "test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::fuzz;
+using namespace sgraph::fuzz::serving;
+
+namespace {
+constexpr uint32_t kSeed = 20250301;
+constexpr int kGraphs = 300;  // by default (SGRAPH_FUZZ_GRAPHS)
+
+std::string sizes_str(const ServeGen& gen) {
+  std::string s;
+  for (int sym = 0; sym < 2; ++sym) {
+    s += std::string(sym ? ", " : "") + kSymbols[sym] + " =";
+    for (int64_t v : gen.sizes[sym]) s += " " + std::to_string(v);
+  }
+  return s + " (scenarios 0 1 2)";
+}
+
+}  // namespace
+
+TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interpreted") {
+  const auto start = std::chrono::steady_clock::now();
+  const int graphs = fuzz_graphs(kGraphs);
+  const uint32_t first_seed = fuzz_seed(kSeed);
+  int failed = 0, failed_shape = 0, failed_with_cache_hits = 0, twins = 0, computed = 0;
+  int64_t calls = 0, kernel_calls = 0, guard_misses = 0, replans = 0, compiled = 0, hits = 0;
+  for (int gi = 0; gi < graphs; ++gi) {
+    const uint32_t seed = first_seed + static_cast<uint32_t>(gi);
+    ServeGen gen(seed);
+    const std::string bad = test::error_of([&] { gen.make(); });
+    CHECK_MESSAGE(bad.empty(),
+                  "FAILED seed " << seed << ": the generator made an invalid graph: " << bad << "\n"
+                                 << gen.partial());
+    if (!bad.empty()) {
+      ++failed;
+      continue;
+    }
+    twins += gen.twins;
+    computed += gen.computed_shapes;
+    // Warm-up at scenario 0 (maybe twice, or once more at 1: what changes is then left out of
+    // regions), then serving: another size, the warm-up's again, then any. One graph in five is
+    // served per signature instead (compiled whole for each new set of input shapes).
+    std::vector<int> order = {0};
+    if (gen.chance(0.4)) order.push_back(gen.chance(0.5) ? 0 : 1);
+    const int warmup = static_cast<int>(order.size());
+    order.insert(order.end(), {1, 0});
+    for (int i = 0; i < 4; ++i) order.push_back(gen.uniform(0, kScenarios - 1));
+    SessionOptions opt{.warmup_runs = warmup,
+                       .min_region_ops = gen.uniform(1, 2),
+                       .max_guard_misses = gen.uniform(1, 4)};
+    if (gen.chance(0.2)) opt.mode = CompileMode::per_signature;
+    const bool per_signature = opt.mode == CompileMode::per_signature;
+    std::string calls_str;
+    for (size_t c = 0; c < order.size(); ++c)
+      calls_str += (c == 0                                  ? ""
+                    : c == size_t(warmup) && !per_signature ? " | "
+                                                            : " ") +
+                   std::to_string(order[c]);
+    Session ref(gen.graph, SessionOptions{.interpret_only = true});
+    Session jit(gen.graph, opt);
+    for (size_t c = 0; c < order.size(); ++c) {
+      const std::vector<Tensor> feeds = gen.feeds(order[c]);
+      std::vector<Tensor> want, got;
+      const std::string ref_error = test::error_of([&] { want = ref.run(feeds); });
+      REQUIRE_MESSAGE(ref_error.empty(), "FAILED seed " << seed << ": the generator made a graph "
+                                                        << "the interpreter rejects at scenario "
+                                                        << order[c] << ": " << ref_error << "\n"
+                                                        << sizes_str(gen) << "\n"
+                                                        << gen.graph.to_string());
+      const std::string error = test::error_of([&] { got = jit.run(feeds); });
+      Mismatch m;
+      if (error.empty()) {
+        REQUIRE(got.size() == want.size());
+        for (size_t o = 0; o < got.size(); ++o) compare(got[o], want[o], o, m);
+      } else {
+        m.first = "the JIT Session throws: " + error;
+      }
+      ++calls;
+      if (m.first.empty()) continue;
+      const Report rep = jit.report();
+      int cache_hits = 0;
+      for (const RegionReport& r : rep.regions) cache_hits += r.cache_hit;
+      ++failed;
+      failed_shape += m.shape;
+      failed_with_cache_hits += cache_hits > 0;
+      const std::string phase = per_signature        ? "per signature"
+                                : c < size_t(warmup) ? "warm-up"
+                                                     : "serving";
+      CHECK_MESSAGE(false, "FAILED seed "
+                               << seed << " (graph " << gi << "), call " << c << " (" << phase
+                               << ") at scenario " << order[c] << ": " << m.first << "\n"
+                               << sizes_str(gen) << "; calls " << calls_str
+                               << "; regions from the kernel cache: " << cache_hits << "\n"
+                               << gen.graph.to_string() << rep.to_text());
+      break;
+    }
+    const Report rep = jit.report();
+    kernel_calls += rep.kernel_calls;
+    guard_misses += rep.guard_misses;
+    replans += rep.replans;
+    compiled += rep.compilations;
+    for (const RegionReport& r : rep.regions) hits += r.cache_hit;
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE(graphs << " graphs from seed " << first_seed << " (" << twins << " twin chains, "
+                 << computed << " computed shapes), " << calls << " calls: " << compiled
+                 << " kernels compiled, " << hits << " regions from the cache, " << kernel_calls
+                 << " kernel calls, " << guard_misses << " guard misses, " << replans
+                 << " re-plans; " << failed << " failed (" << failed_shape << " on a shape, "
+                 << failed_with_cache_hits << " with cached kernels); " << secs << " s");
+}
