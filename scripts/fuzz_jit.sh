@@ -10,7 +10,7 @@
 # Environment: BUILD (default build/release, built with --target sgraph_tests), CHUNK,
 # FUZZERS (a doctest test-case filter, default "JIT fuzz*"), LOG_DIR (default a new temp dir).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 graphs="${1:-10000}"
 seed="${2:-$(date +%s)}"
 chunk="${CHUNK:-500}"
