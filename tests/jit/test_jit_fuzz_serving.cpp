@@ -27,7 +27,7 @@ using namespace sgraph::fuzz::serving;
 
 namespace {
 constexpr uint32_t kSeed = 20250301;
-constexpr int kGraphs = 300;  // by default (SGRAPH_FUZZ_GRAPHS)
+constexpr int kGraphs = 200;  // by default (SGRAPH_FUZZ_GRAPHS)
 
 std::string sizes_str(const ServeGen& gen) {
   std::string s;
