@@ -11,6 +11,16 @@
 #include "runtime/memory_plan.h"
 
 namespace sgraph {
+namespace {
+
+// `bytes` of memory aligned to kArenaAlign (the arena, a kernel's scratch block).
+std::shared_ptr<void> aligned_block(int64_t bytes) {
+  const auto align = std::align_val_t(kArenaAlign);
+  return std::shared_ptr<void>(::operator new(static_cast<size_t>(bytes), align),
+                               [align](void* p) { ::operator delete(p, align); });
+}
+
+}  // namespace
 
 ExecutableGraph::ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions,
                                  const WarmupShapes& warmup, ops::SubgraphRunner* subgraphs)
@@ -155,9 +165,7 @@ void ExecutableGraph::plan_arena(const WarmupShapes& warmup,
                   first[root], last[root]});
   }
   const MemoryPlan plan = plan_memory(uses);
-  const auto align = std::align_val_t(kArenaAlign);
-  arena_ = std::shared_ptr<void>(::operator new(static_cast<size_t>(plan.arena_bytes), align),
-                                 [align](void* p) { ::operator delete(p, align); });
+  arena_ = aligned_block(plan.arena_bytes);
   premade_.assign(g.values.size(), Tensor{});
   for (size_t i = 0; i < values.size(); ++i)
     premade_[values[i]] =
@@ -198,18 +206,18 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
     SG_ASSERT(reinterpret_cast<uintptr_t>(buffers.back()) % 64 == 0)
         << "a kernel output buffer is not 64-byte aligned";  // the kernels assume it
   }
+  const auto region_str = [&] {
+    return "region of " + std::to_string(r.region.nodes.size()) + " ops (first '" +
+           g_.nodes[r.region.nodes.front()].name + "')";
+  };
   if (r.scratch_bytes > 0) {
     if (!r.scratch) {
-      const auto align = std::align_val_t(kArenaAlign);
       try {
         maybe_fail_for_testing();
-        r.scratch =
-            std::shared_ptr<void>(::operator new(static_cast<size_t>(r.scratch_bytes), align),
-                                  [align](void* p) { ::operator delete(p, align); });
+        r.scratch = aligned_block(r.scratch_bytes);
       } catch (const std::bad_alloc&) {
-        SG_FAIL() << "region of " << r.region.nodes.size() << " ops (first '"
-                  << g_.nodes[r.region.nodes.front()].name << "'): cannot allocate its "
-                  << r.scratch_bytes << "-byte scratch block";
+        SG_FAIL() << region_str() << ": cannot allocate its " << r.scratch_bytes
+                  << "-byte scratch block";
       }
     }
     buffers.push_back(r.scratch.get());
@@ -217,8 +225,7 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
   take_kernel_failure();  // (none should be pending)
   r.fn(buffers.data(), nullptr, r.ctx.get());
   if (const std::string failed = take_kernel_failure(); !failed.empty())
-    SG_FAIL() << "region of " << r.region.nodes.size() << " ops (first '"
-              << g_.nodes[r.region.nodes.front()].name << "'): its kernel failed: " << failed;
+    SG_FAIL() << region_str() << ": its kernel failed: " << failed;
   ++r.kernel_calls;
   ++r.hits_since_plan;
 }

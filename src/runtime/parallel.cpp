@@ -81,9 +81,6 @@ int region_threads(int64_t profiled_ns, int max_threads, std::string* why) {
   return threads;
 }
 
-}  // namespace sgraph
-
-namespace sgraph {
 namespace {
 thread_local bool kernel_failed = false;
 thread_local std::string kernel_failure;  // its message, when there was memory for it

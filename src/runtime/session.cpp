@@ -39,21 +39,23 @@ class TimingObserver final : public OpObserver {
 };
 
 // While serving: notes interpreted ops whose shapes differ from the warm-up's, so a re-plan can
-// mark them changed.
+// mark them changed. A call's notes count once the call has returned (commit); a call that threw
+// leaves none (discard).
 class ServingShapes final : public OpObserver {
  public:
   explicit ServingShapes(const ShapeTracker& t) : tracker_(t) {}
   void on_op(const OpEvent& e) override {
-    if (tracker_.changed(e.node_index) || seen_.count(e.node_index)) return;
-    if (auto what = tracker_.difference(e)) seen_.emplace(e.node_index, std::move(*what));
+    if (tracker_.changed(e.node_index) || seen_.count(e.node_index) || pending_.count(e.node_index))
+      return;
+    if (auto what = tracker_.difference(e)) pending_.emplace(e.node_index, std::move(*what));
   }
+  void commit() { seen_.merge(pending_); }
+  void discard() { pending_.clear(); }
   std::map<int32_t, std::string> take() { return std::exchange(seen_, {}); }
-  const std::map<int32_t, std::string>& snapshot() const { return seen_; }
-  void restore(std::map<int32_t, std::string> seen) { seen_ = std::move(seen); }
 
  private:
   const ShapeTracker& tracker_;
-  std::map<int32_t, std::string> seen_;
+  std::map<int32_t, std::string> seen_, pending_;
 };
 
 // A region plan's serving counters, to undo a call that threw.
@@ -125,18 +127,19 @@ struct Session::Impl {
   std::vector<Tensor> serve(const std::vector<Tensor>& inputs, TimingObserver& timing) {
     OpObserver* obs[] = {&timing, serving.get()};
     // A call that throws changes no counter and records no shape (it must not cause a re-plan).
-    std::vector<RegionCounters> before;
-    for (const RegionPlan& r : exec->regions()) before.push_back(RegionCounters::of(r));
-    const auto seen_before = serving->snapshot();
+    counters_before.clear();  // (a member: no allocation per call)
+    for (const RegionPlan& r : exec->regions()) counters_before.push_back(RegionCounters::of(r));
     std::vector<Tensor> out;
     try {
       out = exec->run(inputs, obs);
     } catch (...) {
-      for (size_t i = 0; i < before.size(); ++i) before[i].restore(exec->regions()[i]);
-      serving->restore(seen_before);
+      for (size_t i = 0; i < counters_before.size(); ++i)
+        counters_before[i].restore(exec->regions()[i]);
+      serving->discard();
       --runs;
       throw;
     }
+    serving->commit();
     const bool replan_due =
         std::any_of(exec->regions().begin(), exec->regions().end(), [&](const RegionPlan& r) {
           return r.misses_since_plan >= options.max_guard_misses &&
@@ -228,13 +231,12 @@ struct Session::Impl {
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
     ValueGuards vg = value_guards(graph, r, shapes, values ? *values : tracker->small_values());
-    if (!vg.why_not.empty()) {
-      p.why_interpreted = vg.why_not;
-      p.threads_why = "interpreted";
-      return p;
+    if (vg.why_not.empty()) {
+      p.value_guards = std::move(vg.guards);
+      compile(p, shapes, reuse);
+    } else {
+      p.why_interpreted = vg.why_not;  // its shapes depend on values it cannot check
     }
-    p.value_guards = std::move(vg.guards);
-    compile(p, shapes, reuse);
     plan_threads(p, prof);
     return p;
   }
@@ -436,6 +438,7 @@ struct Session::Impl {
   std::unique_ptr<ShapeTracker> tracker;
   std::unique_ptr<OpProfiler> profiler;
   std::unique_ptr<ServingShapes> serving;
+  std::vector<RegionCounters> counters_before;  // serve(): to undo a call that threw
   Partition partition;
   std::vector<Shape> value_shapes;
   std::vector<std::string> not_compilable;  // per node: the JIT's reason, when it refused it
