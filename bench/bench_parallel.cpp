@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 
 namespace {
 

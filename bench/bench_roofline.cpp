@@ -12,7 +12,7 @@
 
 #include "ops/gemm_kernel.h"
 #include "roofline.h"
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 
 namespace sgraph::bench {
 namespace {

@@ -4,15 +4,16 @@
 #include <utility>
 
 #include "jit/kernel_builder.h"
-#include "jit/region_compiler.h"
+#include "ops/op.h"
 
 namespace sgraph::jit {
 
 // Merges adjacent dims of output `v` that every value feeding it either spans fully or
-// broadcasts entirely, when only elementwise ops and Expand lie in between: x[N,C,H,W] + b[C,1,1]
-// loops over [N,C,H*W], so short rows still make long vector loops. Offsets are unchanged. A
-// per-channel operand c[C] (BatchNormalization's) counts as [1,C,1,1]; windows (a direct Conv, a
-// pool) need the real spatial index and stop the merging.
+// broadcasts entirely, when only ops reading their operands at the output's broadcast index lie
+// in between (elementwise ops, Expand: each lowering's `merge` says which operands it reads so):
+// x[N,C,H,W] + b[C,1,1] loops over [N,C,H*W], so short rows still make long vector loops. Offsets
+// are unchanged. A per-channel operand c[C] (BatchNormalization's) counts as [1,C,1,1]; an op
+// needing its output's real index (a window, a row statistic, a transpose) stops the merging.
 void KernelBuilder::coalesce(ValueId v) {
   coalesced_.clear();
   const Shape s = shape(v);
@@ -25,29 +26,28 @@ void KernelBuilder::coalesce(ValueId v) {
     if (u == kNoValue || seen[u]) continue;
     seen[u] = true;
     cone.push_back(u);
-    if (producer_[u] < 0 || local_.count(u)) continue;
+    if (producer_[u] < 0 || held(u)) continue;
     const Node& n = g_.nodes[producer_[u]];
-    if (is_softmax(n.op) || n.op == OpKind::LayerNormalization) return;
-    if (windowed(n.op) && !window_.at(&n).gemm) return;
+    const ops::Lowering* lowering = ops::op_def(n.op).lowering;
+    const auto channel_operand = [&](size_t i) {
+      return lowering && lowering->per_channel && lowering->per_channel(n, i);
+    };
     for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (!per_channel(n, i) || n.inputs[i] == kNoValue) continue;
+      if (!channel_operand(i) || n.inputs[i] == kNoValue) continue;
       Shape cs(shape(n.outputs[0]).size(), 1);
       cs.at(1) = numel(shape(n.inputs[i]));
       const auto [at, fresh] = channel.emplace(n.inputs[i], cs);
       if (!fresh && at->second != cs) return;
     }
-    if (windowed(n.op)) continue;  // a GEMM's product is read like a region input, plus the bias
-    if (contracts(n.op)) {         // the product is read like a region input; Gemm adds C
-      if (n.op == OpKind::Gemm && n.inputs.size() > 2) todo.push_back(n.inputs[2]);
+    if (lowering && (lowering->merge || lowering->generate)) {
+      if (!lowering->merge) return;
+      const std::optional<std::vector<ValueId>> read = lowering->merge(*this, n);
+      if (!read) return;
+      todo.insert(todo.end(), read->begin(), read->end());
       continue;
     }
-    const IndexMap map = index_map(n.op);
-    if (map != IndexMap::none && map != IndexMap::broadcast) return;
-    if (map == IndexMap::broadcast)
-      todo.push_back(n.inputs[0]);
-    else
-      for (size_t i = 0; i < n.inputs.size(); ++i)
-        if (!per_channel(n, i)) todo.push_back(n.inputs[i]);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (!channel_operand(i)) todo.push_back(n.inputs[i]);
   }
   // A per-channel operand computed in the region, or also read elementwise, is not merged.
   std::vector<std::pair<ValueId, Shape>> members;

@@ -34,8 +34,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/debug.h"
 #include "jit/runtime_symbols.h"
-#include "runtime/debug.h"
 #include "sgraph/error.h"
 
 namespace sgraph::jit {

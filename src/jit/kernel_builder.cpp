@@ -3,32 +3,19 @@
 
 #include <algorithm>
 
-#include "jit/element.h"
 #include "jit/jit.h"
-#include "jit/region_compiler.h"
+#include "ops/element.h"
 #include "ops/op.h"
 
 namespace sgraph::jit {
 
 using llvm::Value;
-
-std::string node_str(const Node& n) {
-  return "node '" + n.name + "' (" + std::string(op_name(n.op)) + ")";
-}
-
-std::vector<DType> operand_dtypes(const Graph& g, const Node& n) {
-  std::vector<DType> in;
-  for (ValueId v : n.inputs) in.push_back(v == kNoValue ? DType::undefined : g.values[v].dtype);
-  return in;
-}
-
-llvm::Type* memory_type(llvm::LLVMContext& ctx, DType t) {
-  return t == DType::boolean ? llvm::Type::getInt8Ty(ctx) : ops::element_type(ctx, t);
-}
+using ops::memory_type;
+using ops::node_str;
 
 KernelBuilder::KernelBuilder(const Graph& g, const Region& r, const std::vector<Shape>& shapes,
                              llvm::Module& m)
-    : g_(g), r_(r), shapes_(shapes), ctx_(m.getContext()), m_(m), b_(ctx_) {
+    : ops::Emitter(b_, g), g_(g), r_(r), shapes_(shapes), ctx_(m.getContext()), m_(m), b_(ctx_) {
   producer_.assign(g.values.size(), -1);
   for (int32_t n : r.nodes) producer_[g.nodes[n].outputs[0]] = n;
   slot_of_.assign(g.values.size(), -1);
@@ -53,10 +40,12 @@ void KernelBuilder::build(const std::string& name) {
   const size_t nargs = slots_.size();
   // Kernel-local buffers, then the pointer table, then one nest per materialised value in the
   // region's (topological) node order, then one per output.
-  std::vector<int32_t> mat_nodes;
+  std::vector<const Node*> mat_nodes;
   for (int32_t i : r_.nodes)
-    if (materialises(g_.nodes[i].op)) mat_nodes.push_back(i);
-  for (int32_t i : mat_nodes) allocate(g_.nodes[i]);
+    if (const ops::Lowering* l = ops::op_def(g_.nodes[i].op).lowering; l && l->materialise)
+      mat_nodes.push_back(&g_.nodes[i]);
+  for (const Node* n : mat_nodes)
+    if (const ops::Lowering* l = ops::op_def(n->op).lowering; l->allocate) l->allocate(*this, *n);
   allocate_heap();
   Value* table = b_.CreateAlloca(ptr, i64(static_cast<int64_t>(slots_.size())), "table");
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -67,7 +56,10 @@ void KernelBuilder::build(const std::string& name) {
     kernel_ptrs_.push_back(p);
   }
   table_ = table;
-  for (int32_t i : mat_nodes) materialise(g_.nodes[i]);
+  for (const Node* n : mat_nodes) {
+    coalesced_.clear();
+    ops::op_def(n->op).lowering->materialise(*this, *n);
+  }
   for (ValueId out : r_.outputs) {
     SG_ASSERT(producer_[out] >= 0)
         << "region output '" << g_.values[out].name << "' is not made by a node of the region";
@@ -90,6 +82,10 @@ Value* KernelBuilder::ptr(int slot) const {
 
 const Shape& KernelBuilder::shape(ValueId v) const {
   if (auto it = coalesced_.find(v); it != coalesced_.end()) return it->second;
+  return planned_shape(v);
+}
+
+const Shape& KernelBuilder::planned_shape(ValueId v) const {
   SG_CHECK(static_cast<size_t>(v) < shapes_.size())
       << "no shape given for value '" << g_.values[v].name << "'";
   return shapes_[v];
@@ -236,8 +232,9 @@ Value* KernelBuilder::element(ValueId v, const Index& idx) {
   auto key = std::make_pair(v, idx);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   Value* x = nullptr;
-  if (auto it = local_.find(v); it != local_.end())
-    x = load_reduced(g_.nodes[producer_[v]], it->second, offset_of(idx, shape(v)));
+  if (auto it = held_.find(v); it != held_.end())
+    x = it->second.finish(
+        b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, offset_of(idx, shape(v)))));
   else if (producer_[v] < 0)
     x = load(v, offset_of(idx, shape(v)));
   else
@@ -248,8 +245,8 @@ Value* KernelBuilder::element(ValueId v, const Index& idx) {
 
 Value* KernelBuilder::element_at_offset(ValueId v, Value* off) {
   if (producer_[v] < 0) return load(v, off);
-  if (auto it = local_.find(v); it != local_.end())
-    return load_reduced(g_.nodes[producer_[v]], it->second, off);
+  if (auto it = held_.find(v); it != held_.end())
+    return it->second.finish(b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, off)));
   const Shape& s = shape(v);
   Index idx(s.size(), i64(0));
   size_t first = 0;  // the outermost dim of size > 1 takes what is left of the offset
@@ -266,66 +263,26 @@ Value* KernelBuilder::element_at_offset(ValueId v, Value* off) {
   return element(v, idx);
 }
 
+// An element of node n's output: its lowering's generator, or its element emitter applied to the
+// operands' elements at the broadcast (or per-channel) index.
 Value* KernelBuilder::compute(const Node& n, const Index& idx) {
-  if (is_softmax(n.op)) return softmax_element(n, idx);
-  if (contracts(n.op)) return contraction_element(n, idx);
-  if (n.op == OpKind::LayerNormalization) return layer_norm_element(n, idx);
-  if (windowed(n.op)) return window_element(n, idx);
-  if (const IndexMap map = index_map(n.op); map != IndexMap::none)
-    return compute_index_op(n, map, idx);
+  const ops::OpDef& def = ops::op_def(n.op);
+  const ops::Lowering* lowering = def.lowering;
+  if (lowering && lowering->generate) return lowering->generate(*this, n, idx);
   const Shape& out = shape(n.outputs[0]);
-  const std::vector<DType> in = operand_dtypes(g_, n);
+  const std::vector<DType> in = ops::operand_dtypes(g_, n);
   std::vector<Value*> operands(n.inputs.size(), nullptr);
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (n.inputs[i] != kNoValue)
-      operands[i] = element(n.inputs[i], per_channel(n, i)
-                                             ? channel_index(n, n.inputs[i], idx)
-                                             : broadcast_index(n, idx, out, shape(n.inputs[i])));
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    const bool channel = lowering && lowering->per_channel && lowering->per_channel(n, i);
+    operands[i] = element(n.inputs[i], channel ? channel_index(n, n.inputs[i], idx)
+                                               : broadcast_index(n, idx, out, shape(n.inputs[i])));
+  }
+  SG_ASSERT(def.element) << node_str(n) << ": neither an element generator nor an emitter";
   ops::ElementCtx c{b_, n, in, g_.values[n.outputs[0]].dtype};
-  Value* x = ops::op_def(n.op).element(c, operands);
+  Value* x = def.element(c, operands);
   SG_ASSERT(x) << node_str(n) << ": its element emitter declined after the probe accepted it";
   return x;
-}
-
-Index KernelBuilder::broadcast_index(const Node& n, const Index& idx, const Shape& out,
-                                     const Shape& in) {
-  Index r(in.size(), i64(0));
-  if (numel(in) == 1) return r;
-  const bool fits = in.size() <= out.size();
-  const size_t lead = fits ? out.size() - in.size() : 0;
-  for (size_t j = 0; j < in.size(); ++j) {
-    if (in[j] == 1) continue;
-    SG_CHECK(fits && in[j] == out[lead + j]) << node_str(n) << ": operand shape " << shape_str(in)
-                                             << " does not broadcast to " << shape_str(out);
-    r[j] = idx[lead + j];
-  }
-  return r;
-}
-
-std::optional<Index> KernelBuilder::unit_dims_map(const Index& idx, const Shape& from,
-                                                  const Shape& to) {
-  std::vector<size_t> a, b;
-  for (size_t d = 0; d < from.size(); ++d)
-    if (from[d] != 1) a.push_back(d);
-  for (size_t d = 0; d < to.size(); ++d)
-    if (to[d] != 1) b.push_back(d);
-  if (a.size() != b.size()) return std::nullopt;
-  for (size_t k = 0; k < a.size(); ++k)
-    if (from[a[k]] != to[b[k]]) return std::nullopt;
-  Index r(to.size(), i64(0));
-  for (size_t k = 0; k < a.size(); ++k) r[b[k]] = idx[a[k]];
-  return r;
-}
-
-Value* KernelBuilder::offset_of(const Index& idx, const Shape& s) {
-  Value* off = nullptr;
-  int64_t stride = 1;
-  for (size_t d = s.size(); d-- > 0; stride *= s[d]) {
-    if (s[d] == 1) continue;
-    Value* t = stride == 1 ? idx[d] : b_.CreateMul(idx[d], i64(stride), "", true, true);
-    off = off ? b_.CreateAdd(off, t, "", true, true) : t;
-  }
-  return off ? off : i64(0);
 }
 
 Value* KernelBuilder::address(ValueId v, Value* off) {
@@ -359,11 +316,74 @@ Value* KernelBuilder::constant(const Tensor& t) {
   });
 }
 
-Value* KernelBuilder::i64_array(const std::vector<int64_t>& v) {
+Value* KernelBuilder::i64_array(const Ints& v) {
   auto* init = llvm::ConstantDataArray::get(
       ctx_, llvm::ArrayRef<uint64_t>(reinterpret_cast<const uint64_t*>(v.data()), v.size()));
   return new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
                                   init, name_ + ".table");
+}
+
+Value* KernelBuilder::frame_pointer(ValueId v) {
+  SG_ASSERT(slot_of_[v] >= 0) << "value '" << g_.values[v].name << "' has no buffer in the region";
+  return kernel_ptrs_.at(slot_of_[v]);
+}
+
+// A kernel-local buffer of `count` elements of `t`: on the kernel's stack when small, else a
+// part of the one scratch block the caller passes after the outputs (allocate_heap). The caller
+// allocates it, so an allocation failure is an sgraph::Error before the kernel runs, never a
+// null pointer inside it, and a plan can keep its block from call to call (freeing many large
+// blocks made glibc give their pages back on every call and the next call fault them in again: a
+// CNN region's ~20 buffers, ~1500 page faults per call, its time doubled).
+LocalBuffer KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
+  SG_ASSERT(!table_) << "a local buffer asked for after the kernel's buffers were placed";
+  const int64_t bytes =
+      std::max<int64_t>(1, count) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
+  LocalBuffer l{add_slot(t, false, false), t};
+  if (bytes <= 64 * 1024) {
+    local_alloc_[l.slot] = b_.CreateAlloca(t, i64(std::max<int64_t>(1, count)));
+  } else {
+    heap_parts_.emplace_back(l.slot, heap_bytes_);
+    heap_bytes_ += (bytes + 63) / 64 * 64;
+  }
+  return l;
+}
+
+void KernelBuilder::allocate_heap() {
+  if (heap_bytes_ == 0) return;
+  const auto slot = static_cast<uint64_t>(r_.inputs.size() + r_.outputs.size());
+  heap_ = b_.CreateLoad(b_.getPtrTy(),
+                        b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), kernel_->getArg(0), slot));
+  for (const auto& [slot, offset] : heap_parts_)
+    local_alloc_[slot] = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), heap_, offset);
+}
+
+void KernelBuilder::hold(ValueId v, LocalBuffer l, Finish finish) {
+  SG_ASSERT(producer_[v] >= 0) << "a region input cannot be held";
+  held_[v] = {l, std::move(finish)};
+}
+
+// sgraph_gemm_f32/f64 over call.a_off.size() batch items (offsets in elements; all 0: none
+// passed), or with const_b, sgraph_gemm_const_b_f32 (B packed once per plan; b_off all 0).
+void KernelBuilder::call_gemm(const ops::GemmCall& call) {
+  SG_ASSERT(call.a_off.size() == call.b_off.size()) << "GEMM batch offsets differ in count";
+  llvm::Type* i64t = b_.getInt64Ty();
+  llvm::Type* ptr = b_.getPtrTy();
+  const auto offsets = [&](const std::vector<int64_t>& off) -> Value* {
+    if (std::all_of(off.begin(), off.end(), [](int64_t o) { return o == 0; }))
+      return llvm::ConstantPointerNull::get(b_.getPtrTy());
+    return i64_array(off);
+  };
+  // The same arguments for each helper; sgraph_gemm_const_b_f32's B offsets are null.
+  const char* fn = call.const_b               ? "sgraph_gemm_const_b_f32"
+                   : call.dtype == DType::f32 ? "sgraph_gemm_f32"
+                                              : "sgraph_gemm_f64";
+  llvm::FunctionCallee gemm =
+      m_.getOrInsertFunction(fn, b_.getVoidTy(), ptr, i64t, i64t, i64t, i64t, ptr, ptr, i64t, ptr,
+                             ptr, i64t, ptr, b_.getDoubleTy());
+  b_.CreateCall(gemm, {kernel_->getArg(2), i64(static_cast<int64_t>(call.a_off.size())),
+                       i64(call.M), i64(call.N), i64(call.K), call.a, offsets(call.a_off),
+                       i64(call.ta ? 1 : 0), call.b, offsets(call.b_off), i64(call.tb ? 1 : 0),
+                       call.c, llvm::ConstantFP::get(b_.getDoubleTy(), call.alpha)});
 }
 
 }  // namespace sgraph::jit

@@ -8,8 +8,8 @@
 #include <tuple>
 #include <type_traits>
 
+#include "jit/parallel.h"
 #include "ops/gemm_kernel.h"
-#include "runtime/parallel.h"
 #include "sgraph/error.h"
 
 namespace {

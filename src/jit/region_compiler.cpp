@@ -7,10 +7,11 @@
 
 #include <chrono>
 
-#include "jit/element.h"
+#include "ir/debug.h"
 #include "jit/kernel_builder.h"
+#include "ops/element.h"
+#include "ops/lowering.h"
 #include "ops/op.h"
-#include "runtime/debug.h"
 
 namespace sgraph::jit {
 namespace {
@@ -50,21 +51,19 @@ std::string why_not_compilable(const Graph& g, const Region& r) {
   llvm::Module m("probe", ctx);
   for (int32_t i : r.nodes) {
     const Node& n = g.nodes.at(i);
-    const auto why = [&](const std::string& s) { return node_str(n) + ": " + s; };
+    const auto why = [&](const std::string& s) { return ops::node_str(n) + ": " + s; };
     if (n.outputs.size() != 1) return why("several outputs");
     const DType out = g.values[n.outputs[0]].dtype;
     if (!ops::element_type(ctx, out))
       return why("unsupported dtype " + std::string(dtype_name(out)));
-    if (index_map(n.op) != IndexMap::none) {
-      if (std::string s = why_not_index_op(g, n); !s.empty()) return why(s);
-      continue;
-    }
-    if (materialises(n.op)) {
-      if (std::string s = why_not_materialised(g, n); !s.empty()) return why(s);
-      continue;
-    }
-    if (!ops::op_def(n.op).element) return why("no element emitter");
-    if (std::string s = probe_emitter(m, n, operand_dtypes(g, n), out); !s.empty()) return why(s);
+    if (!ops::is_compilable(n.op)) return why("no lowering");
+    const ops::OpDef& def = ops::op_def(n.op);
+    if (def.lowering && def.lowering->why_not)
+      if (std::string s = def.lowering->why_not(g, n); !s.empty()) return why(s);
+    if (def.lowering && def.lowering->generate) continue;
+    if (def.element)
+      if (std::string s = probe_emitter(m, n, ops::operand_dtypes(g, n), out); !s.empty())
+        return why(s);
   }
   return "";
 }

@@ -2,7 +2,7 @@
 #include "jit/runtime_symbols.h"
 
 #include "jit/kernel_runtime.h"
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 
 namespace sgraph::jit {
 

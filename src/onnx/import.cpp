@@ -13,7 +13,7 @@
 
 #include "onnx/import.h"
 #include "onnx/tensor_proto.h"
-#include "runtime/infer.h"
+#include "ops/infer.h"
 #include "sgraph/onnx.h"
 
 namespace sgraph {

@@ -6,7 +6,8 @@
 // normalisation fuses with the Conv before it and the activation after it.
 #include <cmath>
 
-#include "jit/element.h"
+#include "ops/element.h"
+#include "ops/lowering.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -79,10 +80,16 @@ llvm::Value* emit_batch_norm(ElementCtx& c, Operands x) {
 // BatchNormalization(X, scale, B, input_mean, input_var) {epsilon = 1e-5, momentum (unused),
 // training_mode = 0}. Up to 3 outputs are accepted so that asking for the training outputs gets
 // a clear error rather than an arity one.
+// In a region its parameters are per-channel operands: read at the element's index along dim 1.
+const Lowering kBatchNormLowering{.per_channel = [](const Node&, size_t i) { return i >= 1; }};
+
 extern const OpDef kBatchNormalization;
-const OpDef kBatchNormalization = with_element(
-    emit_batch_norm,
-    {"BatchNormalization", 5, 5, 1, 3, types_batch_norm, shapes_batch_norm,
-     [](KernelCtx& c) { visit_float(c.in[0].dtype(), [&]<class T>() { batch_norm<T>(c); }); }});
+const OpDef kBatchNormalization = with_lowering(
+    &kBatchNormLowering,
+    with_element(emit_batch_norm, {"BatchNormalization", 5, 5, 1, 3, types_batch_norm,
+                                   shapes_batch_norm, [](KernelCtx& c) {
+                                     visit_float(c.in[0].dtype(),
+                                                 [&]<class T>() { batch_norm<T>(c); });
+                                   }}));
 
 }  // namespace sgraph::ops

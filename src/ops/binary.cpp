@@ -2,7 +2,7 @@
 // broadcasting.
 #include <cmath>
 
-#include "jit/element.h"
+#include "ops/element.h"
 #include "ops/grad.h"
 #include "ops/op.h"
 

@@ -43,8 +43,9 @@ std::vector<int64_t> split_sizes(const Attributes& attrs, const Tensor* split, i
 }  // namespace
 
 // Concat(x...) {axis}: inputs agree on dtype, rank and every dimension but `axis`.
+extern const Lowering kConcatLowering;  // concat_jit.cpp
 extern const OpDef kConcat;
-const OpDef kConcat{"Concat",
+const OpDef kConcat = with_lowering(&kConcatLowering, OpDef{"Concat",
                     1,
                     1024,
                     1,
@@ -88,7 +89,7 @@ const OpDef kConcat{"Concat",
                             std::memcpy(dst + o * row + offset, src + o * run, run);
                         offset += run;
                       }
-                    }};
+                    }});
 
 // Split(x, split?) {axis = 0, split (< 13), num_outputs (18)}: one output per chunk.
 extern const OpDef kSplit;

@@ -51,7 +51,9 @@ void run_expand(KernelCtx& c) {
 
 }  // namespace
 
+extern const Lowering kExpandLowering;  // expand_jit.cpp
 extern const OpDef kExpand;
-const OpDef kExpand{"Expand", 2, 2, 1, 1, types_expand, shapes_expand, run_expand};
+const OpDef kExpand = with_lowering(&kExpandLowering,
+                                    {"Expand", 2, 2, 1, 1, types_expand, shapes_expand, run_expand});
 
 }  // namespace sgraph::ops

@@ -7,8 +7,9 @@
 namespace sgraph::ops {
 
 // Gather(data, indices) {axis = 0}: out shape = data[:axis] + indices + data[axis+1:].
+extern const Lowering kGatherLowering;  // gather_jit.cpp
 extern const OpDef kGather;
-const OpDef kGather{
+const OpDef kGather = with_lowering(&kGatherLowering, OpDef{
     "Gather",
     2,
     2,
@@ -54,6 +55,6 @@ const OpDef kGather{
           dst += n * inner;
         }
       });
-    }};
+    }});
 
 }  // namespace sgraph::ops

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <type_traits>
 
-#include "runtime/debug.h"
+#include "ir/debug.h"
 #include "sgraph/error.h"
 
 namespace sgraph::ops {

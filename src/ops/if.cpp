@@ -3,7 +3,6 @@
 // (the ONNX importer turns captured names into such inputs), so liveness and dependences stay
 // explicit in the outer graph. Branch outputs become this node's outputs.
 #include "ops/op.h"
-#include "runtime/interpreter.h"
 
 namespace sgraph::ops {
 namespace {
@@ -56,8 +55,8 @@ void run_if(KernelCtx& c) {
   SG_CHECK(c.in[0].numel() == 1) << "condition must have one element, got shape "
                                  << shape_str(c.in[0].shape());
   const Graph& g = branch(c.node, c.in[0].data<bool>()[0]);
-  std::vector<Tensor> outs = c.subgraphs ? c.subgraphs->run(c.node, g, c.in.subspan(1))
-                                         : Interpreter(g).run(c.in.subspan(1));
+  SG_ASSERT(c.subgraphs) << "If runs without a subgraph runner";
+  std::vector<Tensor> outs = c.subgraphs->run(c.node, g, c.in.subspan(1));
   for (size_t k = 0; k < outs.size(); ++k) c.out[k] = std::move(outs[k]);
 }
 

@@ -104,8 +104,9 @@ void run_layer_norm(KernelCtx& c) {
 
 }  // namespace
 
+extern const Lowering kLayerNormLowering;  // layer_norm_jit.cpp
 extern const OpDef kLayerNormalization;
-const OpDef kLayerNormalization{
-    "LayerNormalization", 2, 3, 1, 3, types_layer_norm, shapes_layer_norm, run_layer_norm};
+const OpDef kLayerNormalization = with_lowering(&kLayerNormLowering, OpDef{
+    "LayerNormalization", 2, 3, 1, 3, types_layer_norm, shapes_layer_norm, run_layer_norm});
 
 }  // namespace sgraph::ops

@@ -181,18 +181,19 @@ void grad_gemm(GradCtx& c) {
 
 }  // namespace
 
+extern const Lowering kContractionLowering;  // matmul_jit.cpp
 extern const OpDef kMatMul;
-const OpDef kMatMul = with_grad(
+const OpDef kMatMul = with_lowering(&kContractionLowering, with_grad(
     grad_matmul, {"MatMul", 2, 2, 1, 1, types_contraction,
                   [](ShapeCtx& c) { c.out[0] = matmul_dims(c.shape(0), c.shape(1)).out; },
                   [](KernelCtx& c) {
                     visit_contraction(c.in[0].dtype(),
                                       [&]<class T>() { matmul<T>(c.in[0], c.in[1], c.out[0]); });
-                  }});
+                  }}));
 
 // Gemm(A, B, C?) {transA, transB, alpha = 1, beta = 1}: C broadcasts unidirectionally to [M,N].
 extern const OpDef kGemm;
-const OpDef kGemm = with_grad(
+const OpDef kGemm = with_lowering(&kContractionLowering, with_grad(
     grad_gemm,
     {"Gemm", 2, 3, 1, 1, types_contraction,
      [](ShapeCtx& c) {
@@ -200,6 +201,6 @@ const OpDef kGemm = with_grad(
            gemm_dims(c.attrs(), c.shape(0), c.shape(1), c.has(2) ? &c.shape(2) : nullptr);
        c.out[0] = {d.M, d.N};
      },
-     [](KernelCtx& c) { visit_contraction(c.in[0].dtype(), [&]<class T>() { run_gemm<T>(c); }); }});
+     [](KernelCtx& c) { visit_contraction(c.in[0].dtype(), [&]<class T>() { run_gemm<T>(c); }); }}));
 
 }  // namespace sgraph::ops

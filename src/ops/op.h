@@ -5,7 +5,10 @@
 //   shapes — output shapes from input shapes, attributes and, for shape-valued inputs, their values
 //   run    — the reference kernel: fills outputs already allocated with the inferred shapes
 //   element — (elementwise ops, optional) the JIT element emitter: one output element from the
-//             operands' elements at the matching (broadcast) index; see src/jit/element.h
+//             operands' elements at the matching (broadcast) index; see src/ops/element.h
+//   lowering — (optional) the rest of what the JIT knows about the op: why a node cannot be
+//             compiled, its element generator (index ops), how it materialises (reductions,
+//             contractions, windows), per-channel operands; see src/ops/lowering.h
 //   grad   — (differentiable ops, optional) the gradient rule: the inputs' gradients as ops
 //             appended to the graph; see src/ops/grad.h
 // An op whose output is a view of input 0 (Reshape, Squeeze, ...) sets `view` and no `run`.
@@ -25,7 +28,8 @@ class Value;
 
 namespace sgraph::ops {
 
-struct ElementCtx;  // src/jit/element.h
+struct ElementCtx;  // src/ops/element.h
+struct Lowering;    // src/ops/lowering.h
 struct GradCtx;     // src/ops/grad.h
 // A JIT element emitter: returns the op's output element from its operands' elements (nullptr
 // where an operand is absent), or nullptr when it does not handle the operands' dtypes.
@@ -83,7 +87,7 @@ struct KernelCtx {
   const Node& node;
   std::span<const Tensor> in;           // undefined Tensor for an absent optional input
   std::span<Tensor> out;                // allocated with the inferred dtypes and shapes
-  SubgraphRunner* subgraphs = nullptr;  // control-flow ops only; nullptr: interpret subgraphs
+  SubgraphRunner* subgraphs = nullptr;  // control-flow ops: runs their subgraphs (always given)
   const Attributes& attrs() const { return node.attrs; }
   bool has(size_t i) const { return i < in.size() && in[i].defined(); }
 };
@@ -99,7 +103,8 @@ struct OpDef {
   // The kernel sets its outputs itself (control flow: shapes are known only when it runs);
   // shapes() is used at graph-build time only.
   bool makes_outputs = false;
-  ElementFn element = nullptr;  // the JIT element emitter, for elementwise ops
+  ElementFn element = nullptr;        // the JIT element emitter, for elementwise ops
+  const Lowering* lowering = nullptr;  // the JIT lowering, for the other compiled ops
   GradFn grad = nullptr;        // the gradient rule, for differentiable ops
 };
 
@@ -108,6 +113,12 @@ const OpDef& op_def(OpKind op);
 // `def` with its JIT element emitter: const OpDef kAdd = with_element(emit_add, {"Add", ...});
 constexpr OpDef with_element(ElementFn element, OpDef def) {
   def.element = element;
+  return def;
+}
+
+// `def` with its JIT lowering: const OpDef kSlice = with_lowering(&kSliceLowering, {"Slice", ...});
+constexpr OpDef with_lowering(const Lowering* lowering, OpDef def) {
+  def.lowering = lowering;
   return def;
 }
 
@@ -184,7 +195,9 @@ void for_each_broadcast(const Shape& out_shape, const std::array<Shape, N>& in_s
   }
 }
 
-// Whether the JIT can fuse `op` into a region (src/ops/compilable.cpp, the one place deciding it).
+// Whether the JIT can fuse `op` into a region: it has an element emitter, or a lowering that
+// generates or materialises its elements (src/ops/lowering.cpp). Whether a node of it can also
+// depends on its lowering's why_not (dtypes, constant parameters).
 bool is_compilable(OpKind op);
 
 }  // namespace sgraph::ops

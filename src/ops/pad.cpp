@@ -124,8 +124,9 @@ void pad_kernel(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plan, T
 }  // namespace
 
 // Pad(data, pads?, constant_value?, axes?) {mode = constant, pads and value: the opset-2 form}.
+extern const Lowering kPadLowering;  // pad_jit.cpp
 extern const OpDef kPad;
-const OpDef kPad{
+const OpDef kPad = with_lowering(&kPadLowering, OpDef{
     "Pad",
     1,
     4,
@@ -157,6 +158,6 @@ const OpDef kPad{
           value = static_cast<T>(c.attrs().get_float("value", 0.0));
         pad_kernel<T>(c.in[0], c.out[0], plan, value);
       });
-    }};
+    }});
 
 }  // namespace sgraph::ops

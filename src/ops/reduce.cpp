@@ -268,22 +268,25 @@ void grad_reduce(GradCtx& c) {
   c.set(0, c.expand_to(dy, x, list, c.attrs().get_int("keepdims", 1) != 0));
 }
 
-#define SG_REDUCE(Name, R, grad)                                                        \
-  extern const OpDef k##Name;                                                           \
-  const OpDef k##Name = with_grad(grad, {#Name, 1, 2, 1, 1, types_reduce<Reduction::R>, \
-                                         shapes_reduce, run_reduce<Reduction::R>})
+#define SG_REDUCE(Name, R, grad, lowering)                                             \
+  extern const OpDef k##Name;                                                          \
+  const OpDef k##Name = with_lowering(                                                 \
+      lowering, with_grad(grad, {#Name, 1, 2, 1, 1, types_reduce<Reduction::R>,        \
+                                 shapes_reduce, run_reduce<Reduction::R>}))
 
 }  // namespace
 
-SG_REDUCE(ReduceSum, sum, grad_reduce);
-SG_REDUCE(ReduceMean, mean, grad_reduce);
-SG_REDUCE(ReduceMax, max, nullptr);
-SG_REDUCE(ReduceMin, min, nullptr);
-SG_REDUCE(ReduceProd, prod, nullptr);
-SG_REDUCE(ReduceL1, l1, nullptr);
-SG_REDUCE(ReduceL2, l2, nullptr);
-SG_REDUCE(ReduceLogSum, log_sum, nullptr);
-SG_REDUCE(ReduceLogSumExp, log_sum_exp, nullptr);
-SG_REDUCE(ReduceSumSquare, sum_square, nullptr);
+extern const Lowering kReduceLowering;  // reduce_jit.cpp: ReduceSum, ReduceMean, ReduceMax
+
+SG_REDUCE(ReduceSum, sum, grad_reduce, &kReduceLowering);
+SG_REDUCE(ReduceMean, mean, grad_reduce, &kReduceLowering);
+SG_REDUCE(ReduceMax, max, nullptr, &kReduceLowering);
+SG_REDUCE(ReduceMin, min, nullptr, nullptr);
+SG_REDUCE(ReduceProd, prod, nullptr, nullptr);
+SG_REDUCE(ReduceL1, l1, nullptr, nullptr);
+SG_REDUCE(ReduceL2, l2, nullptr, nullptr);
+SG_REDUCE(ReduceLogSum, log_sum, nullptr, nullptr);
+SG_REDUCE(ReduceLogSumExp, log_sum_exp, nullptr, nullptr);
+SG_REDUCE(ReduceSumSquare, sum_square, nullptr, nullptr);
 
 }  // namespace sgraph::ops

@@ -131,17 +131,20 @@ void grad_view(GradCtx& c) {
 
 }  // namespace
 
+extern const Lowering kViewLowering;  // reshape_jit.cpp
 extern const OpDef kIdentity, kReshape, kFlatten, kSqueeze, kUnsqueeze;
 
-const OpDef kIdentity = with_grad(grad_identity, {"Identity", 1, 1, 1, 1, types_same_as_input0,
-                                                  shapes_same_as_input0, nullptr, true});
-const OpDef kReshape = with_grad(
-    grad_view, {"Reshape", 2, 2, 1, 1, types_data_and_index, shapes_reshape, nullptr, true});
-const OpDef kFlatten = with_grad(
-    grad_view, {"Flatten", 1, 1, 1, 1, types_same_as_input0, shapes_flatten, nullptr, true});
-const OpDef kSqueeze = with_grad(
-    grad_view, {"Squeeze", 1, 2, 1, 1, types_data_and_index, shapes_squeeze, nullptr, true});
-const OpDef kUnsqueeze = with_grad(
-    grad_view, {"Unsqueeze", 1, 2, 1, 1, types_data_and_index, shapes_unsqueeze, nullptr, true});
+constexpr OpDef view(OpDef def) { return with_lowering(&kViewLowering, def); }
+
+const OpDef kIdentity = view(with_grad(grad_identity, {"Identity", 1, 1, 1, 1, types_same_as_input0,
+                                                       shapes_same_as_input0, nullptr, true}));
+const OpDef kReshape = view(with_grad(
+    grad_view, {"Reshape", 2, 2, 1, 1, types_data_and_index, shapes_reshape, nullptr, true}));
+const OpDef kFlatten = view(with_grad(
+    grad_view, {"Flatten", 1, 1, 1, 1, types_same_as_input0, shapes_flatten, nullptr, true}));
+const OpDef kSqueeze = view(with_grad(
+    grad_view, {"Squeeze", 1, 2, 1, 1, types_data_and_index, shapes_squeeze, nullptr, true}));
+const OpDef kUnsqueeze = view(with_grad(
+    grad_view, {"Unsqueeze", 1, 2, 1, 1, types_data_and_index, shapes_unsqueeze, nullptr, true}));
 
 }  // namespace sgraph::ops

@@ -117,8 +117,9 @@ void types_slice(TypeCtx& c) {
 }  // namespace
 
 // Slice(data, starts?, ends?, axes?, steps?) {starts, ends, axes: the opset-1 form}.
+extern const Lowering kSliceLowering;  // slice_jit.cpp
 extern const OpDef kSlice;
-const OpDef kSlice{"Slice",
+const OpDef kSlice = with_lowering(&kSliceLowering, OpDef{"Slice",
                    1,
                    5,
                    1,
@@ -144,6 +145,6 @@ const OpDef kSlice{"Slice",
                        stride[d] = w.step[d] * st[d];
                      }
                      strided_copy(x, c.out[0], base, stride);
-                   }};
+                   }});
 
 }  // namespace sgraph::ops

@@ -112,10 +112,11 @@ void grad_softmax(GradCtx& c) {
 
 }  // namespace
 
+extern const Lowering kSoftmaxLowering;  // softmax_jit.cpp
 extern const OpDef kSoftmax, kLogSoftmax;
-const OpDef kSoftmax = with_grad(
-    grad_softmax, {"Softmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<false>});
-const OpDef kLogSoftmax = with_grad(
-    grad_softmax, {"LogSoftmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<true>});
+const OpDef kSoftmax = with_lowering(&kSoftmaxLowering, with_grad(
+    grad_softmax, {"Softmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<false>}));
+const OpDef kLogSoftmax = with_lowering(&kSoftmaxLowering, with_grad(
+    grad_softmax, {"LogSoftmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<true>}));
 
 }  // namespace sgraph::ops

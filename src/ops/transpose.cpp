@@ -5,11 +5,11 @@
 
 #include "ops/grad.h"
 #include "ops/op.h"
+#include "ops/transpose.h"
 
 namespace sgraph::ops {
-namespace {
 
-Ints perm_of(const Attributes& attrs, int64_t rank) {
+Ints transpose_perm(const Attributes& attrs, int64_t rank) {
   if (!attrs.has("perm")) {
     Ints p(rank);
     for (int64_t d = 0; d < rank; ++d) p[d] = rank - 1 - d;
@@ -27,9 +27,11 @@ Ints perm_of(const Attributes& attrs, int64_t rank) {
   return p;
 }
 
+namespace {
+
 void shapes_transpose(ShapeCtx& c) {
   const Shape& in = c.shape(0);
-  const Ints perm = perm_of(c.attrs(), c.rank(0));
+  const Ints perm = transpose_perm(c.attrs(), c.rank(0));
   Shape out(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) out[d] = in[perm[d]];
   c.out[0] = std::move(out);
@@ -57,7 +59,7 @@ void run_transpose(KernelCtx& c) {
   const Tensor& x = c.in[0];
   Tensor& y = c.out[0];
   if (y.numel() == 0) return;
-  const Ints perm = perm_of(c.attrs(), x.rank());
+  const Ints perm = transpose_perm(c.attrs(), x.rank());
   const Shape in_strides = strides_of(x.shape());
   // Output dims as (size, input stride), size-1 dims dropped, input-adjacent dims merged.
   Shape shape, strides;
@@ -89,7 +91,7 @@ void run_transpose(KernelCtx& c) {
 
 // dx = Transpose(dy) by the inverse permutation.
 void grad_transpose(GradCtx& c) {
-  const Ints perm = perm_of(c.attrs(), c.rank(c.in(0)));
+  const Ints perm = transpose_perm(c.attrs(), c.rank(c.in(0)));
   Ints inverse(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) inverse[perm[d]] = static_cast<int64_t>(d);
   c.set(0, c.b.transpose(c.dout(0), Attributes{{"perm", inverse}}));
@@ -97,8 +99,11 @@ void grad_transpose(GradCtx& c) {
 
 }  // namespace
 
+extern const Lowering kTransposeLowering;  // transpose_jit.cpp
 extern const OpDef kTranspose;
-const OpDef kTranspose = with_grad(grad_transpose, {"Transpose", 1, 1, 1, 1, types_same_as_input0,
-                                                    shapes_transpose, run_transpose});
+const OpDef kTranspose =
+    with_lowering(&kTransposeLowering,
+                  with_grad(grad_transpose, {"Transpose", 1, 1, 1, 1, types_same_as_input0,
+                                             shapes_transpose, run_transpose}));
 
 }  // namespace sgraph::ops

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "jit/element.h"
+#include "ops/element.h"
 #include "ops/grad.h"
 #include "ops/op.h"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 #include "runtime/region_builder.h"
 
 namespace sgraph {

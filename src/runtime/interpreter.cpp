@@ -39,6 +39,21 @@ void check_inputs(const Graph& g, std::span<const Tensor> inputs) {
   }
 }
 
+namespace {
+// Runs a control-flow op's branch in an interpreter of its own (when no runner was given).
+class InterpretSubgraphs final : public ops::SubgraphRunner {
+ public:
+  std::vector<Tensor> run(const Node&, const Graph& g, std::span<const Tensor> inputs) override {
+    return Interpreter(g).run(inputs);
+  }
+};
+}  // namespace
+
+ops::SubgraphRunner& interpret_subgraphs() {
+  static InterpretSubgraphs runner;
+  return runner;
+}
+
 Interpreter::Interpreter(const Graph& g, ops::SubgraphRunner* subgraphs)
     : g_(g), subgraphs_(subgraphs), release_after_(g.nodes.size()) {
   std::vector<int32_t> last_use(g.values.size(), -1);
@@ -77,7 +92,7 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
     }
     out_.assign(n.outputs.size(), Tensor{});
     if (def.makes_outputs) {  // control flow: the kernel makes its outputs
-      ops::KernelCtx kc{n, in_, out_, subgraphs_};
+      ops::KernelCtx kc{n, in_, out_, subgraphs_ ? subgraphs_ : &interpret_subgraphs()};
       def.run(kc);
       for (size_t k = 0; k < out_.size(); ++k)
         SG_CHECK(out_[k].dtype() == g.values[n.outputs[k]].dtype)

@@ -30,6 +30,9 @@ class OpObserver {
   virtual void on_op(const OpEvent& event) = 0;
 };
 
+// The SubgraphRunner that interprets each branch (what a null runner means); stateless.
+ops::SubgraphRunner& interpret_subgraphs();
+
 // Checks run inputs against the graph's declared inputs: count, dtype, rank, static dims, and
 // that a symbolic dim ("batch") has one size across all inputs. Errors name the input.
 void check_inputs(const Graph& g, std::span<const Tensor> inputs);

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/region.h"
 #include "sgraph/graph.h"
 
 namespace sgraph {
@@ -38,14 +39,6 @@ struct RegionOptions {
   // JIT's per-node check (dtypes, constant parameters), so one node the JIT refuses never makes
   // a whole region fall back to the interpreter.
   std::function<bool(const Graph& g, int32_t node)> compilable = nullptr;
-};
-
-struct Region {
-  std::vector<int32_t> nodes;  // node indices, sorted
-  // Boundary values, sorted and deduplicated. Inputs: read by a member, not produced by one
-  // (graph inputs, constants, other nodes' outputs). Outputs: produced by a member and read by a
-  // non-member or a graph output.
-  std::vector<ValueId> inputs, outputs;
 };
 
 // Why a node is in no region; `none` for nodes in one. A node both changed and not compilable

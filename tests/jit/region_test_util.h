@@ -12,7 +12,7 @@
 
 #include "jit/region_compiler.h"
 #include "runtime/interpreter.h"
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 #include "test_util.h"
 
 namespace sgraph::test::region {

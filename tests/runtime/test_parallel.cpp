@@ -9,7 +9,7 @@
 #include <thread>
 #include <utility>
 
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 #include "test_util.h"
 
 using namespace sgraph;

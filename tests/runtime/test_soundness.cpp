@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 #include "test_util.h"
 
 using namespace sgraph;

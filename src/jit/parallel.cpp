@@ -1,6 +1,6 @@
 // Parallel loop nests on oneTBB task arenas (one arena per region plan, of the region's thread
 // count), and the per-region thread decision.
-#include "runtime/parallel.h"
+#include "jit/parallel.h"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/info.h>

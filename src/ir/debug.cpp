@@ -1,4 +1,4 @@
-#include "runtime/debug.h"
+#include "ir/debug.h"
 
 #include <cstdlib>
 

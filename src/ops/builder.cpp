@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "runtime/infer.h"
+#include "ops/infer.h"
 #include "sgraph/graph.h"
 
 namespace sgraph {

@@ -1,5 +1,5 @@
 // ElementCtx's helpers for the ops' element emitters (see element.h).
-#include "jit/element.h"
+#include "ops/element.h"
 
 #include <llvm/IR/Module.h>
 

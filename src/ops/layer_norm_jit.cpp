@@ -1,0 +1,111 @@
+// The lowering of LayerNormalization: the row mean and inverse standard deviation are
+// materialised in f64, in two passes as the reference kernel computes them (the mean, then the
+// squared deviations); the element (x - mean) * inv_std * scale + bias is generated in the
+// consumers' nests.
+#include "ops/lowering.h"
+#include "ops/op.h"
+#include "ops/row_stats.h"
+
+namespace sgraph::ops {
+
+Shape row_shape(Emitter& e, const Node& n, bool through_last) {
+  Shape s = e.planned_shape(n.inputs[0]);
+  const size_t axis = normalize_axis(n.attrs.get_int("axis", -1), static_cast<int64_t>(s.size()));
+  for (size_t d = axis; d < (through_last ? s.size() : axis + 1); ++d) s[d] = 1;
+  return s;
+}
+
+llvm::Value* row_offset(Emitter& e, const Index& idx, const Shape& rs) {
+  Index ri = idx;
+  for (size_t d = 0; d < rs.size(); ++d)
+    if (rs[d] == 1) ri[d] = e.i64(0);
+  return e.offset_of(ri, rs);
+}
+
+namespace {
+
+struct LayerNormPlan {
+  LocalBuffer mean, inv_std;  // per row, f64
+};
+
+std::string why_not_layer_norm(const Graph& g, const Node& n) {
+  const DType in = g.values[n.inputs[0]].dtype;
+  return is_float(in) ? "" : "layer normalization of " + std::string(dtype_name(in));
+}
+
+void allocate_layer_norm(Emitter& e, const Node& n) {
+  const int64_t rows = numel(row_shape(e, n, true));
+  e.state(n) = LayerNormPlan{e.local_buffer(e.b.getDoubleTy(), rows),
+                             e.local_buffer(e.b.getDoubleTy(), rows)};
+}
+
+void materialise_layer_norm(Emitter& e, const Node& n) {
+  const ValueId x = n.inputs[0];
+  const Shape& in = e.planned_shape(x);
+  const Shape rs = row_shape(e, n, true);
+  const auto& [mu, acc] = e.state_of<LayerNormPlan>(n);
+  llvm::IRBuilderBase& b = e.b;
+  std::vector<bool> collapsed(rs.size());
+  for (size_t d = 0; d < rs.size(); ++d) collapsed[d] = rs[d] == 1 && in[d] != 1;
+  const bool parallel = outer_kept(in, collapsed);
+  const double count = static_cast<double>(numel(in) / std::max<int64_t>(1, numel(rs)));
+  llvm::Type* f64 = b.getDoubleTy();
+  const double eps = n.attrs.get_float("epsilon", 1e-5);
+  e.loop_nest(rs, true, [&](const Index& ri) {
+    b.CreateStore(llvm::ConstantFP::get(f64, 0.0), e.at(mu, e.offset_of(ri, rs)));
+  });
+  e.loop_nest(in, parallel, [&](const Index& ii) {
+    llvm::Value* p = e.at(mu, row_offset(e, ii, rs));
+    b.CreateStore(reassoc_fadd(b, b.CreateLoad(f64, p), b.CreateFPCast(e.element(x, ii), f64)), p);
+  });
+  e.loop_nest(rs, true, [&](const Index& ri) {
+    llvm::Value* off = e.offset_of(ri, rs);
+    llvm::Value* p = e.at(mu, off);
+    b.CreateStore(b.CreateFDiv(b.CreateLoad(f64, p), llvm::ConstantFP::get(f64, count)), p);
+    b.CreateStore(llvm::ConstantFP::get(f64, 0.0), e.at(acc, off));
+  });
+  e.loop_nest(in, parallel, [&](const Index& ii) {
+    llvm::Value* off = row_offset(e, ii, rs);
+    llvm::Value* d =
+        b.CreateFSub(b.CreateFPCast(e.element(x, ii), f64), b.CreateLoad(f64, e.at(mu, off)));
+    llvm::Value* p = e.at(acc, off);
+    b.CreateStore(reassoc_fadd(b, b.CreateLoad(f64, p), b.CreateFMul(d, d)), p);
+  });
+  const std::vector<DType> dts = {DType::f64};
+  ElementCtx c{b, n, dts, DType::f64};
+  e.loop_nest(rs, true, [&](const Index& ri) {
+    llvm::Value* p = e.at(acc, e.offset_of(ri, rs));
+    llvm::Value* var = b.CreateFDiv(b.CreateLoad(f64, p), llvm::ConstantFP::get(f64, count));
+    llvm::Value* sd =
+        c.intrinsic(llvm::Intrinsic::sqrt, b.CreateFAdd(var, llvm::ConstantFP::get(f64, eps)));
+    b.CreateStore(b.CreateFDiv(llvm::ConstantFP::get(f64, 1.0), sd), p);
+  });
+}
+
+// (x - mean) * inv_std * scale + bias, in the input's type, at `idx`.
+llvm::Value* generate_layer_norm(Emitter& e, const Node& n, const Index& idx) {
+  const auto& [mu, acc] = e.state_of<LayerNormPlan>(n);
+  llvm::IRBuilderBase& b = e.b;
+  const Shape& out = e.shape(n.outputs[0]);
+  llvm::Value* off = row_offset(e, idx, row_shape(e, n, true));
+  llvm::Type* t = element_type(e.context(), e.dtype(n.outputs[0]));
+  llvm::Value* m = b.CreateFPCast(b.CreateLoad(mu.type, e.at(mu, off)), t);
+  llvm::Value* k = b.CreateFPCast(b.CreateLoad(acc.type, e.at(acc, off)), t);
+  const auto operand = [&](size_t i) {
+    return e.element(n.inputs[i], e.broadcast_index(n, idx, out, e.shape(n.inputs[i])));
+  };
+  llvm::Value* y =
+      b.CreateFMul(b.CreateFMul(b.CreateFSub(e.element(n.inputs[0], idx), m), k), operand(1));
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) y = b.CreateFAdd(y, operand(2));
+  return y;
+}
+
+}  // namespace
+
+extern const Lowering kLayerNormLowering;
+const Lowering kLayerNormLowering{.why_not = why_not_layer_norm,
+                                  .generate = generate_layer_norm,
+                                  .allocate = allocate_layer_norm,
+                                  .materialise = materialise_layer_norm};
+
+}  // namespace sgraph::ops

@@ -1,0 +1,175 @@
+// How an op compiles into a region kernel: its lowering record (OpDef::lowering), and the Emitter
+// API a lowering emits through. The JIT core (src/jit/kernel_builder) implements Emitter and names
+// no op: everything it knows about an op comes from the op's OpDef.
+//
+// A region kernel is a sequence of loop nests (see src/jit/kernel_builder.h). Inside a nest, an
+// element of a value at an index is *generated*: loaded from a region input, or made by the
+// producing node from its operands' elements (the idea of XLA's elemental IR emitter):
+//   - an elementwise op needs only OpDef::element (src/ops/element.h); the core makes the
+//     operands' elements at the numpy-broadcast index (per channel for `per_channel` operands);
+//   - an index op (views, Transpose, Slice, Pad, Gather, ...) sets `generate`: it maps the index
+//     and asks for its operands' elements there, e.element(x, mapped);
+//   - an op that *materialises* (reductions, Softmax, LayerNormalization, MatMul/Gemm, Conv and
+//     pools) sets `allocate`, to plan its kernel-local buffers before any nest exists, and
+//     `materialise`, to emit the nests that fill them (run in the region's node order, before the
+//     output nests); its consumers then read its elements through `generate` (or, for a value
+//     computed whole into a buffer, `Emitter::hold`).
+// `merge` says how the dims of a loop nest reading the op's output may be merged into one loop
+// (see src/jit/coalesce.cpp); a generating op that does not set it stops merging.
+//
+//   extern const Lowering kTransposeLowering;   // src/ops/transpose_jit.cpp
+//   const OpDef kTranspose = with_lowering(&kTransposeLowering, OpDef{"Transpose", ...});
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include <any>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/element.h"
+#include "sgraph/graph.h"
+
+namespace sgraph::ops {
+
+using Index = std::vector<llvm::Value*>;  // an i64 per dimension
+
+// A kernel-local buffer (Emitter::local_buffer); slot < 0: none.
+struct LocalBuffer {
+  int slot = -1;
+  llvm::Type* type = nullptr;  // the element type in memory
+  bool defined() const { return slot >= 0; }
+};
+
+// A call of the runtime GEMM: batch item i computes C_i = alpha * op(A_i) op(B_i) into c, with
+// A_i at a + a_off[i] and B_i at b + b_off[i] (in elements), row-major [M,K] x [K,N] -> [M,N].
+struct GemmCall {
+  DType dtype = DType::f32;
+  int64_t M = 0, N = 0, K = 0;
+  llvm::Value *a = nullptr, *b = nullptr, *c = nullptr;  // pointers valid in the kernel frame
+  std::vector<int64_t> a_off, b_off;                     // one per batch item (all 0: none)
+  bool ta = false, tb = false;
+  double alpha = 1;
+  bool const_b = false;  // B is a constant packed once per plan (f32; b_off all 0)
+};
+
+class Emitter {
+ public:
+  using Body = std::function<void(const Index&)>;
+  // Turns a held buffer's loaded element into the value's element (e.g. divides a sum).
+  using Finish = std::function<llvm::Value*(llvm::Value* loaded)>;
+
+  Emitter(llvm::IRBuilderBase& builder, const Graph& g) : b(builder), graph(g) {}
+  virtual ~Emitter() = default;
+
+  llvm::IRBuilderBase& b;
+  const Graph& graph;
+
+  llvm::LLVMContext& context() const { return b.getContext(); }
+  llvm::Value* i64(int64_t v) const { return b.getInt64(static_cast<uint64_t>(v)); }
+  DType dtype(ValueId v) const { return graph.values[v].dtype; }
+
+  // ---- shapes and producers
+  // The static shape of v as planned.
+  virtual const Shape& planned_shape(ValueId v) const = 0;
+  // v's shape in the current loop nest: planned, or with dims merged (see coalesce.cpp).
+  virtual const Shape& shape(ValueId v) const = 0;
+  virtual bool merged(ValueId v) const = 0;
+  // The region's node making v; nullptr for a region input.
+  virtual const Node* producer(ValueId v) const = 0;
+
+  // ---- elements, inside a loop nest's body
+  virtual llvm::Value* element(ValueId v, const Index& idx) = 0;
+  // v's element at row-major offset `off` of its (current) shape.
+  virtual llvm::Value* element_at_offset(ValueId v, llvm::Value* off) = 0;
+  // The index of an operand of shape `in` that output index `idx` (of shape `out`) reads, by
+  // numpy broadcasting; throws sgraph::Error naming the node when `in` does not broadcast.
+  Index broadcast_index(const Node& n, const Index& idx, const Shape& out, const Shape& in);
+  // The index of a per-channel operand v ([C], read at the output's dim 1).
+  Index channel_index(const Node& n, ValueId v, const Index& idx);
+  llvm::Value* offset_of(const Index& idx, const Shape& s);
+
+  // ---- buffers
+  // A kernel-local buffer of `count` elements of `t`; only while allocating.
+  virtual LocalBuffer local_buffer(llvm::Type* t, int64_t count) = 0;
+  // The buffer's pointer in the current nest, and the address of its element `off`.
+  virtual llvm::Value* pointer(const LocalBuffer& l) = 0;
+  llvm::Value* at(const LocalBuffer& l, llvm::Value* off) {
+    return b.CreateInBoundsGEP(l.type, pointer(l), off);
+  }
+  // Pointers in the kernel's frame (outside nests: for runtime calls such as the GEMM): a local
+  // buffer's, or the buffer argument of a region input or output.
+  virtual llvm::Value* frame_pointer(const LocalBuffer& l) = 0;
+  virtual llvm::Value* frame_pointer(ValueId v) = 0;
+  // From now on, v's element at row-major offset o is finish(load of l at o): v is computed whole
+  // into l (a reduction's accumulators). Only while allocating.
+  virtual void hold(ValueId v, LocalBuffer l, Finish finish) = 0;
+  virtual bool held(ValueId v) const = 0;
+
+  // ---- code
+  // A loop nest over `s`, body(idx) at the innermost level. `parallel`: iterations of the
+  // outermost loop write disjoint memory (it may be split over threads). `unroll` false: LLVM may
+  // not unroll the loops around the innermost.
+  virtual void loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll = true) = 0;
+  virtual void call_gemm(const GemmCall& call) = 0;
+  virtual llvm::Value* i64_array(const Ints& values) = 0;  // a constant global array
+
+  // ---- per-node state, from allocate to materialise and generate
+  virtual std::any& state(const Node& n) = 0;
+  template <class T>
+  T& state_of(const Node& n) {
+    return std::any_cast<T&>(state(n));
+  }
+};
+
+struct Lowering {
+  // Why node n cannot join a region ("" when it can), from the graph's dtypes and constants.
+  // Null: it can (for an elementwise op, when its element emitter handles the dtypes).
+  std::string (*why_not)(const Graph& g, const Node& n) = nullptr;
+  // The element of n's output at `idx` (in the output's current shape).
+  llvm::Value* (*generate)(Emitter& e, const Node& n, const Index& idx) = nullptr;
+  void (*allocate)(Emitter& e, const Node& n) = nullptr;
+  void (*materialise)(Emitter& e, const Node& n) = nullptr;
+  // The operands read at the output's (broadcast) index, whose dims merge with the output's; {}:
+  // none (elements read from a buffer); nullopt: the op needs its output's real index. Null:
+  // every input for an op without `generate` (elementwise), nullopt for one with it.
+  std::optional<std::vector<ValueId>> (*merge)(Emitter& e, const Node& n) = nullptr;
+  // Whether input i is a per-channel vector [C] read at the element's index along dim 1
+  // (BatchNormalization's parameters, Conv's bias) rather than numpy-broadcast.
+  bool (*per_channel)(const Node& n, size_t i) = nullptr;
+  // Its elements are loads from a product it computes (MatMul/Gemm): windows under it are
+  // computed in that product's own nests.
+  bool reads_product = false;
+};
+
+// ---- helpers lowerings share (lowering.cpp) --------------------------------------------------
+
+std::string node_str(const Node& n);  // "node 'name' (Op)"
+std::vector<DType> operand_dtypes(const Graph& g, const Node& n);
+// The type of dtype t in memory (a bool is a byte).
+llvm::Type* memory_type(llvm::LLVMContext& ctx, DType t);
+bool has_input(const Node& n, size_t i);
+bool is_constant(const Graph& g, const Node& n, size_t i);
+// Input i's constant value, nullptr when absent; asserts it is a constant when present.
+const Tensor* constant_input(const Graph& g, const Node& n, size_t i);
+// "" when input i is absent or a constant, else "its <what> input is not a constant".
+std::string need_constant(const Graph& g, const Node& n, size_t i, const char* what);
+
+// idx mapped from shape `from` to a shape `to` that differs only in size-1 dims; nullopt if not.
+std::optional<Index> unit_dims_map(Emitter& e, const Index& idx, const Shape& from,
+                                   const Shape& to);
+// i clamped into [lo, hi].
+llvm::Value* clamp(Emitter& e, llvm::Value* i, int64_t lo, int64_t hi);
+// max(a, x) for dtype t (floats: NaN propagates).
+llvm::Value* max_of(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* x, DType t);
+// The lowest value of dtype t (-inf for floats).
+llvm::Value* lowest(DType t, llvm::Type* type);
+// a + x, allowed to reassociate (so accumulations vectorise).
+llvm::Value* reassoc_fadd(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* x);
+// Whether a nest over `s` accumulating into a buffer indexed without the `collapsed` dims may
+// split its outermost loop over threads: only if that loop's dim is kept.
+bool outer_kept(const Shape& s, const std::vector<bool>& collapsed);
+
+}  // namespace sgraph::ops

@@ -1,0 +1,137 @@
+// Pad's lowering (pads and axes constant; negative pads crop): edge clamps the index, reflect
+// mirrors it, constant selects the pad value outside the input (the input's index clamped, so the
+// load stays in bounds).
+#include <algorithm>
+#include <optional>
+
+#include "ops/lowering.h"
+#include "ops/op.h"
+
+namespace sgraph::ops {
+namespace {
+
+Ints all_axes(size_t rank) {
+  Ints a(rank);
+  for (size_t d = 0; d < rank; ++d) a[d] = static_cast<int64_t>(d);
+  return a;
+}
+
+// Pad: per dim, the pads before and after (negative ones crop), and the mode.
+enum class PadMode { constant, edge, reflect };
+
+struct PadSpec {
+  PadMode mode = PadMode::constant;
+  Ints begin, end;
+};
+
+std::optional<PadMode> pad_mode(const Node& n) {
+  const std::string m = n.attrs.get_string("mode", "constant");
+  if (m == "constant") return PadMode::constant;
+  if (m == "edge") return PadMode::edge;
+  if (m == "reflect") return PadMode::reflect;
+  return std::nullopt;
+}
+
+PadSpec pad_spec(const Graph& g, const Node& n, size_t rank) {
+  const Tensor* pads_in = constant_input(g, n, 1);
+  const Ints pads = pads_in ? pads_in->to_int64() : n.attrs.get_ints("pads");
+  Ints axes = all_axes(rank);
+  if (const Tensor* a = constant_input(g, n, 3)) {
+    axes = a->to_int64();
+    for (int64_t& x : axes) x = normalize_axis(x, static_cast<int64_t>(rank), "Pad axis");
+  }
+  SG_CHECK(pads.size() == 2 * axes.size())
+      << node_str(n) << ": " << pads.size() << " pads for " << axes.size() << " axes";
+  const std::optional<PadMode> mode = pad_mode(n);
+  SG_ASSERT(mode) << node_str(n) << ": unknown mode";
+  PadSpec p{*mode, Ints(rank, 0), Ints(rank, 0)};
+  for (size_t i = 0; i < axes.size(); ++i) {
+    p.begin[axes[i]] = pads[i];
+    p.end[axes[i]] = pads[i + axes.size()];
+  }
+  return p;
+}
+
+llvm::Value* constant_of(llvm::LLVMContext& ctx, DType t, double v) {
+  llvm::Type* type = element_type(ctx, t);
+  if (is_float(t)) return llvm::ConstantFP::get(type, v);
+  if (t == DType::boolean) return llvm::ConstantInt::getBool(ctx, v != 0);
+  return llvm::ConstantInt::get(type, static_cast<uint64_t>(static_cast<int64_t>(v)), true);
+}
+
+std::string why_not_pad(const Graph& g, const Node& n) {
+  if (std::string s = need_constant(g, n, 1, "pads"); !s.empty()) return s;
+  if (std::string s = need_constant(g, n, 3, "axes"); !s.empty()) return s;
+  if (!has_input(n, 1) && !n.attrs.has("pads")) return "no pads";
+  if (!pad_mode(n)) return "mode '" + n.attrs.get_string("mode", "") + "'";
+  return "";
+}
+
+llvm::Value* generate_pad(Emitter& e, const Node& n, const Index& idx) {
+  llvm::IRBuilderBase& b = e.b;
+  const ValueId x = n.inputs[0];
+  const Shape& in = e.shape(x);
+  const Shape& out = e.shape(n.outputs[0]);
+  SG_CHECK(in.size() == out.size()) << node_str(n) << ": output shape " << shape_str(out)
+                                    << " is not a padding of " << shape_str(in);
+  const PadSpec p = pad_spec(e.graph, n, in.size());
+  const auto pad_value = [&]() -> llvm::Value* {
+    if (has_input(n, 2)) {
+      const ValueId v = n.inputs[2];
+      return e.element(v, Index(e.shape(v).size(), e.i64(0)));
+    }  // the opset-2 `value` attribute goes with the `pads` attribute
+    const double v = has_input(n, 1) ? 0.0 : n.attrs.get_float("value", 0.0);
+    return constant_of(e.context(), e.dtype(x), v);
+  };
+  llvm::Value* inside = nullptr;  // constant mode: whether idx lies in the (cropped) input
+  Index in_idx(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    const int64_t before = p.begin[d], after = p.end[d];
+    // The input's kept range is [first, last]; output index o reads input index o - before.
+    const int64_t first = std::max<int64_t>(-before, 0),
+                  last = in[d] - 1 - std::max<int64_t>(-after, 0);
+    SG_CHECK(out[d] == in[d] + before + after && first <= last + 1)
+        << node_str(n) << ": output shape " << shape_str(out) << " is not a padding of "
+        << shape_str(in) << " on axis " << d;
+    llvm::Value* j = before == 0 ? idx[d] : b.CreateSub(idx[d], e.i64(before), "", false, true);
+    if (before <= 0 && after <= 0) {  // only cropped: always inside
+      in_idx[d] = j;
+      continue;
+    }
+    if (first > last) {  // nothing kept: every element is padding
+      SG_CHECK(p.mode == PadMode::constant)
+          << node_str(n) << ": edge or reflect padding of an empty axis " << d;
+      return pad_value();
+    }
+    if (p.mode == PadMode::reflect) {
+      // Mirrored at both ends of the kept range: r = |j - first|, then m - |m - r|, m = last -
+      // first.
+      const int64_t m = last - first;
+      SG_CHECK(std::max(before, after) <= m)
+          << node_str(n) << ": reflect pads " << before << ", " << after << " on axis " << d
+          << " reach past the mirrored range";
+      const auto abs = [&](llvm::Value* v) {
+        return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v, b.getFalse());
+      };
+      llvm::Value* r = abs(first == 0 ? j : b.CreateSub(j, e.i64(first), "", false, true));
+      r = b.CreateSub(e.i64(m), abs(b.CreateSub(e.i64(m), r, "", false, true)), "", false, true);
+      in_idx[d] = first == 0 ? r : b.CreateAdd(r, e.i64(first), "", false, true);
+      continue;
+    }
+    in_idx[d] = clamp(e, j, first, last);
+    if (p.mode == PadMode::constant) {
+      llvm::Value* in_range =
+          b.CreateICmpULT(b.CreateSub(j, e.i64(first)), e.i64(last - first + 1));
+      inside = inside ? b.CreateAnd(inside, in_range) : in_range;
+    }
+  }
+  llvm::Value* v = e.element(x, in_idx);
+  return inside ? b.CreateSelect(inside, v, pad_value()) : v;
+}
+
+}  // namespace
+
+extern const Lowering kPadLowering;
+const Lowering kPadLowering{.why_not = why_not_pad, .generate = generate_pad};
+
+}  // namespace sgraph::ops

@@ -1,0 +1,118 @@
+// The lowering of ReduceSum, ReduceMean, ReduceMax and GlobalAveragePool (a mean over the spatial
+// dims): before the nests that read it, a nest over the operand accumulates into a kernel-local
+// buffer (f64 for float sums, i64 for integer sums, the element type for max) which its consumers
+// then read like a region input, each element finished (a mean divided by its count).
+#include "ops/lowering.h"
+#include "ops/op.h"
+
+namespace sgraph::ops {
+namespace {
+
+bool is_max(const Node& n) { return n.op == OpKind::ReduceMax; }
+bool is_mean(const Node& n) {
+  return n.op == OpKind::ReduceMean || n.op == OpKind::GlobalAveragePool;
+}
+
+std::string why_not_reduce(const Graph& g, const Node& n) {
+  const DType in = g.values[n.inputs[0]].dtype, out = g.values[n.outputs[0]].dtype;
+  const bool ok = in == DType::f32 || in == DType::f64 || in == DType::i32 || in == DType::i64 ||
+                  (is_max(n) && (in == DType::u8 || in == DType::i8));
+  if (!ok || in != out) return "reduction of " + std::string(dtype_name(in));
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue &&
+      !g.values[n.inputs[1]].initializer.defined())
+    return "axes input is not a constant";
+  return "";
+}
+
+std::vector<bool> reduced_mask(const Graph& g, const Node& n, size_t rank) {
+  if (n.op == OpKind::GlobalAveragePool) {  // the spatial dims
+    std::vector<bool> spatial(rank, true);
+    spatial[0] = false;
+    if (rank > 1) spatial[1] = false;
+    return spatial;
+  }
+  Ints axes;
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue)
+    axes = g.values[n.inputs[1]].initializer.to_int64();
+  else
+    axes = n.attrs.get_ints("axes", {});
+  const bool noop = n.attrs.get_int("noop_with_empty_axes", 0) != 0;
+  std::vector<bool> reduced(rank, axes.empty() && !noop);
+  for (int64_t a : axes) reduced[normalize_axis(a, static_cast<int64_t>(rank))] = true;
+  return reduced;
+}
+
+// The accumulator type: f64 for float sums, i64 for integer sums, the element type for max.
+llvm::Type* acc_type(Emitter& e, const Node& n) {
+  const DType t = e.dtype(n.inputs[0]);
+  if (is_max(n)) return memory_type(e.context(), t);
+  return is_float(t) ? e.b.getDoubleTy() : e.b.getInt64Ty();
+}
+
+void allocate_reduce(Emitter& e, const Node& n) {
+  const ValueId y = n.outputs[0];
+  const LocalBuffer l = e.local_buffer(acc_type(e, n), numel(e.planned_shape(y)));
+  const DType t = e.dtype(y);
+  int64_t count = 1;  // a mean's divisor
+  if (is_mean(n)) {
+    const Shape& in = e.planned_shape(n.inputs[0]);
+    const std::vector<bool> reduced = reduced_mask(e.graph, n, in.size());
+    for (size_t d = 0; d < in.size(); ++d)
+      if (reduced[d]) count *= in[d];
+  }
+  e.hold(y, l, [&e, l, t, count, mean = is_mean(n)](llvm::Value* a) {
+    llvm::IRBuilderBase& b = e.b;
+    if (mean)
+      a = is_float(t) ? b.CreateFDiv(a, llvm::ConstantFP::get(l.type, static_cast<double>(count)))
+                      : b.CreateSDiv(a, e.i64(count));
+    llvm::Type* et = element_type(e.context(), t);
+    return is_float(t) ? b.CreateFPCast(a, et) : b.CreateIntCast(a, et, true);
+  });
+  e.state(n) = l;
+}
+
+void materialise_reduce(Emitter& e, const Node& n) {
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const DType t = e.dtype(x);
+  const Shape& in = e.planned_shape(x);
+  const Shape& out = e.planned_shape(y);
+  const std::vector<bool> reduced = reduced_mask(e.graph, n, in.size());
+  const bool keep = n.attrs.get_int("keepdims", 1) != 0;
+  Shape expect;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!reduced[d] || keep) expect.push_back(reduced[d] ? 1 : in[d]);
+  SG_CHECK(expect == out) << node_str(n) << ": output shape " << shape_str(out)
+                          << " does not match the reduction of " << shape_str(in);
+  const LocalBuffer l = e.state_of<LocalBuffer>(n);
+  llvm::IRBuilderBase& b = e.b;
+  llvm::Value* identity = is_max(n) ? lowest(t, l.type) : llvm::Constant::getNullValue(l.type);
+  e.loop_nest(out, true,
+              [&](const Index& oi) { b.CreateStore(identity, e.at(l, e.offset_of(oi, out))); });
+  e.loop_nest(in, outer_kept(in, reduced), [&](const Index& ii) {
+    Index oi;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (!reduced[d])
+        oi.push_back(ii[d]);
+      else if (keep)
+        oi.push_back(e.i64(0));
+    llvm::Value* p = e.at(l, e.offset_of(oi, out));
+    llvm::Value* a = b.CreateLoad(l.type, p);
+    llvm::Value* x_i = e.element(x, ii);
+    llvm::Value* r = nullptr;
+    if (is_max(n))
+      r = max_of(b, a, x_i, t);
+    else if (is_float(t))
+      r = reassoc_fadd(b, a, b.CreateFPCast(x_i, l.type));
+    else
+      r = b.CreateAdd(a, b.CreateIntCast(x_i, l.type, /*isSigned=*/true));
+    b.CreateStore(r, p);
+  });
+}
+
+}  // namespace
+
+extern const Lowering kReduceLowering;
+const Lowering kReduceLowering{
+    .why_not = why_not_reduce, .allocate = allocate_reduce, .materialise = materialise_reduce};
+
+}  // namespace sgraph::ops
