@@ -323,6 +323,12 @@ Value* KernelBuilder::i64_array(const Ints& v) {
                                   init, name_ + ".table");
 }
 
+Value* KernelBuilder::f64_array(const std::vector<double>& v) {
+  auto* init = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<double>(v.data(), v.size()));
+  return new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                  init, name_ + ".table");
+}
+
 Value* KernelBuilder::frame_pointer(ValueId v) {
   SG_ASSERT(slot_of_[v] >= 0) << "value '" << g_.values[v].name << "' has no buffer in the region";
   return kernel_ptrs_.at(slot_of_[v]);

@@ -114,7 +114,9 @@ class Emitter {
   // not unroll the loops around the innermost.
   virtual void loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll = true) = 0;
   virtual void call_gemm(const GemmCall& call) = 0;
-  virtual llvm::Value* i64_array(const Ints& values) = 0;  // a constant global array
+  // Constant global arrays (tables indexed at run time).
+  virtual llvm::Value* i64_array(const Ints& values) = 0;
+  virtual llvm::Value* f64_array(const std::vector<double>& values) = 0;
 
   // ---- per-node state, from allocate to materialise and generate
   virtual std::any& state(const Node& n) = 0;

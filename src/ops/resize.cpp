@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "ops/op.h"
+#include "ops/resize.h"
 
 namespace sgraph::ops {
 namespace {
@@ -216,14 +217,7 @@ double filter(const Options& o, double d) {
   return 0.0;
 }
 
-// One axis: output index o reads idx[begin[o] .. begin[o + 1]) with weights w (exactly one tap
-// per output in nearest mode); `outside` marks tf_crop_and_resize samples outside the input.
-struct AxisTable {
-  std::vector<int64_t> begin{0}, idx;
-  std::vector<double> w;
-  std::vector<uint8_t> outside;
-  bool identity = true;  // out == in and output o copies input o
-};
+using AxisTable = ResizeTable;
 
 AxisTable identity_table(int64_t n) {
   AxisTable t;
@@ -418,9 +412,24 @@ void fill_outside(T* dst, const Shape& out, const std::vector<AxisTable>& t, T v
 
 }  // namespace
 
+ResizeParams resize_params(const Attributes& a, const Shape& in, const Tensor* roi,
+                           const Tensor* scales, const Tensor* sizes) {
+  const Options o = options(a);
+  const Plan p = make_plan(in, o, a, scales, sizes);
+  ResizeParams r;
+  r.out = p.out;
+  r.tables = axis_tables(o, in, p, roi);
+  r.nearest = o.mode == Mode::nearest;
+  r.antialias = o.antialias;
+  r.crop = o.coord == Coord::tf_crop_and_resize;
+  r.extrapolation = o.extrapolation;
+  return r;
+}
+
 // Resize(X, roi?, scales?, sizes?): exactly one of scales and sizes must be non-empty.
+extern const Lowering kResizeLowering;  // resize_jit.cpp
 extern const OpDef kResize;
-const OpDef kResize{
+const OpDef kResize = with_lowering(&kResizeLowering, OpDef{
     "Resize",
     1,
     4,
@@ -446,24 +455,23 @@ const OpDef kResize{
       c.out[0] = p.out;
     },
     [](KernelCtx& c) {
-      const Options o = options(c.attrs());
       auto given = [&](size_t i) { return c.has(i) && c.in[i].numel() > 0; };
       const Tensor& x = c.in[0];
       Tensor& y = c.out[0];
-      const Plan p = make_plan(x.shape(), o, c.attrs(), given(2) ? &c.in[2] : nullptr,
-                               given(3) ? &c.in[3] : nullptr);
-      const std::vector<AxisTable> t = axis_tables(o, x.shape(), p, c.has(1) ? &c.in[1] : nullptr);
+      const ResizeParams p =
+          resize_params(c.attrs(), x.shape(), c.has(1) ? &c.in[1] : nullptr,
+                        given(2) ? &c.in[2] : nullptr, given(3) ? &c.in[3] : nullptr);
+      const std::vector<AxisTable>& t = p.tables;
       visit_dtype(x.dtype(), [&]<class T>() {
-        if (o.mode == Mode::nearest) {
+        if (p.nearest) {
           gather(x.data<T>(), y.data<T>(), x.shape(), y.shape(), t);
         } else if constexpr (std::is_floating_point_v<T>) {
           interpolate<T>(x, y, t);
         } else {
           SG_ASSERT(false) << "Resize interpolation on " << dtype_name(x.dtype());
         }
-        if (o.coord == Coord::tf_crop_and_resize)
-          fill_outside(y.data<T>(), y.shape(), t, value_as<T>(o.extrapolation));
+        if (p.crop) fill_outside(y.data<T>(), y.shape(), t, value_as<T>(p.extrapolation));
       });
-    }};
+    }});
 
 }  // namespace sgraph::ops
