@@ -153,7 +153,6 @@ std::string Jit::target_triple() const { return impl_->lljit->getTargetTriple().
 std::string Jit::data_layout() const {
   return impl_->lljit->getDataLayout().getStringRepresentation();
 }
-bool Jit::has_vector_math() const { return impl_->vector_math.on; }
 
 void Jit::keep_ir(bool on) {
   std::lock_guard lock(impl_->mu);

@@ -79,9 +79,6 @@ class Jit {
   // For modules being built.
   std::string target_triple() const;
   std::string data_layout() const;
-  // Whether loops calling libm functions vectorise through libmvec (false without libmvec, or on
-  // a CPU with neither AVX2 nor AVX-512).
-  bool has_vector_math() const;
 
   // The optimised IR and the assembly of the last kernel added, kept only after keep_ir(true)
   // (tests, tools) or with SGRAPH_DEBUG=3 (which also logs both).

@@ -39,7 +39,6 @@ void stream_stores(llvm::Module& m);
 struct VectorMath {
   llvm::TargetLibraryInfoImpl tlii;  // what the optimiser knows of the target's libraries
   std::deque<std::string> names;     // the strings tlii's VecDescs point to
-  bool on = false;                   // some variant was registered
 };
 // tlii for `tm`'s triple, with the libmvec variants of the ISAs `tm` has when `libmvec` (it was
 // loaded into the JIT).

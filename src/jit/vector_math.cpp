@@ -50,7 +50,6 @@ void init_vector_math(VectorMath& vm, const llvm::TargetMachine& tm, bool libmve
     }
   }
   vm.tlii.addVectorizableFunctions(descs);
-  vm.on = !isas.empty();
 }
 
 void optimise(llvm::Module& m, llvm::TargetMachine& tm, const llvm::TargetLibraryInfoImpl& tlii) {
