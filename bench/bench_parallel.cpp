@@ -1,6 +1,6 @@
 // The cost of one parallel dispatch of a region kernel's loop nest (sgraph_parallel_for with a
 // trivial nest), which sets the smallest region worth running on several threads
-// (region_threads in src/runtime/parallel.cpp):
+// (region_threads in src/jit/parallel.cpp):
 //   build/release/bench/sgraph_bench --benchmark_filter=Parallel
 // threads:1 is the direct call; `awake` dispatches back to back (the arena's workers still
 // spinning), `asleep` waits 2 ms before each dispatch (outside the timing), as when interpreted

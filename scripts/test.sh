@@ -3,10 +3,10 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer. `scripts/test.sh release` runs only the first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-presets=("${@:-release asan}")
-for preset in ${presets[*]}; do
-  echo "== $preset: build"
-  scripts/build.sh "$preset"
+presets=("$@")
+((${#presets[@]})) || presets=(release asan)
+for preset in "${presets[@]}"; do
+  scripts/build.sh "$preset"  # says "== building $preset" on stderr
   echo "== $preset: test"
   ctest --preset "$preset" -j2
 done

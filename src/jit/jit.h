@@ -45,8 +45,10 @@ namespace sgraph::jit {
 inline constexpr int64_t kStreamBytes = int64_t{16} << 20;
 inline constexpr const char* kStreamMetadata = "sgraph.stream";
 
-// A region kernel: buffers = the region's input data pointers, then its output data pointers, in
-// Region::inputs / Region::outputs order. dims and ctx are reserved (nullptr for now).
+// A region kernel: buffers are the region's input data pointers, then its output data pointers
+// (Region::inputs, Region::outputs order), then its scratch block when it has one; dims is
+// reserved (nullptr); ctx is the plan's KernelContext, which the kernel passes on to
+// sgraph_parallel_for (jit/parallel.h).
 using KernelFn = void (*)(void* const* buffers, const int64_t* dims, void* ctx);
 
 class Jit {
@@ -77,9 +79,6 @@ class Jit {
   // For modules being built.
   std::string target_triple() const;
   std::string data_layout() const;
-  // Whether loops calling libm functions vectorise through libmvec (false without libmvec, or on
-  // a CPU with neither AVX2 nor AVX-512).
-  bool has_vector_math() const;
 
   // The optimised IR and the assembly of the last kernel added, kept only after keep_ir(true)
   // (tests, tools) or with SGRAPH_DEBUG=3 (which also logs both).

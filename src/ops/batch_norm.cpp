@@ -2,7 +2,7 @@
 //   Y = (X - input_mean) / sqrt(input_var + epsilon) * scale + B
 // folded into one multiply-add per element. training_mode = 1 (batch statistics, running-mean
 // outputs) is not supported. In a JIT region the parameters are operands read at the element's
-// channel (the region compiler broadcasts them along dim 1, see src/jit/conv.cpp), so a
+// channel (its lowering marks them per_channel: read at the index along dim 1), so a
 // normalisation fuses with the Conv before it and the activation after it.
 #include <cmath>
 

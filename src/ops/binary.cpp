@@ -123,7 +123,7 @@ T ipow(T base, int64_t e) {
   return r;
 }
 
-// ---- JIT element emitters (src/jit/element.h) ---------------------------------------------
+// ---- JIT element emitters (src/ops/element.h) ---------------------------------------------
 
 using llvm::CmpInst;
 using llvm::Value;

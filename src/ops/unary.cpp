@@ -93,7 +93,7 @@ double finite_attr(const KernelCtx& c, std::string_view name, double dflt) {
   return v;
 }
 
-// ---- JIT element emitters (src/jit/element.h) ---------------------------------------------
+// ---- JIT element emitters (src/ops/element.h) ---------------------------------------------
 
 using llvm::Value;
 

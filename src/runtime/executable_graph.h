@@ -17,17 +17,12 @@
 #include <span>
 #include <vector>
 
+#include "jit/jit.h"
 #include "runtime/interpreter.h"
 #include "jit/parallel.h"
 #include "runtime/region_builder.h"
 
 namespace sgraph {
-
-// A region kernel: buffers are the region's input data pointers, then its output data pointers
-// (Region::inputs, Region::outputs order), then its scratch block when it has one; dims is
-// reserved (nullptr); ctx is the plan's KernelContext, which the kernel passes on to
-// sgraph_parallel_for (runtime/parallel.h).
-using RegionFn = void (*)(void* const* buffers, const int64_t* dims, void* ctx);
 
 struct RegionPlan {
   Region region;
@@ -38,7 +33,7 @@ struct RegionPlan {
   std::vector<std::pair<size_t, Tensor>> value_guards;  // (index into Region::inputs, values)
   std::vector<Shape> output_shapes;                     // one per Region::outputs
   std::vector<DType> output_dtypes;
-  RegionFn fn = nullptr;          // nullptr: the region's ops are interpreted
+  jit::KernelFn fn = nullptr;     // nullptr: the region's ops are interpreted
   int64_t scratch_bytes = 0;      // the kernel's scratch block (0: none)
   std::shared_ptr<void> scratch;  // allocated on the first call, kept for the next ones
   bool cache_hit = false;         // the kernel is one compiled before for the same code

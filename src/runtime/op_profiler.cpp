@@ -48,10 +48,4 @@ void OpProfiler::on_op(const OpEvent& e) {
   }
 }
 
-int64_t OpProfiler::total_median_ns() const {
-  int64_t total = 0;
-  for (const OpProfile& p : profiles_) total += p.median_ns;
-  return total;
-}
-
 }  // namespace sgraph

@@ -48,7 +48,6 @@ class OpProfiler final : public OpObserver {
     check(node);
     return profiles_[node];
   }
-  int64_t total_median_ns() const;  // sum over all ops
   size_t size() const { return profiles_.size(); }
 
  private:

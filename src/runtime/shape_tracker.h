@@ -58,9 +58,8 @@ class ShapeTracker final : public OpObserver {
   const std::optional<Change>& change(int32_t node) const { return op(node).change; }
 
   // The shapes of the latest run that observed the node. An absent optional input has an empty
-  // shape and input_present() false, so it differs from a present scalar ([]).
+  // shape and is recorded as absent, so it differs from a present scalar ([]).
   const std::vector<Shape>& input_shapes(int32_t node) const { return op(node).in; }
-  bool input_present(int32_t node, size_t input) const { return op(node).in_present.at(input); }
   const std::vector<Shape>& output_shapes(int32_t node) const { return op(node).out; }
   // Per value id: a copy of its value in the latest run that made or read it, when it had at most
   // kMaxKeptElements elements; else undefined.

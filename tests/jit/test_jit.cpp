@@ -10,7 +10,7 @@ TEST_CASE("JIT: creates a JIT for the host") {
   REQUIRE(jit);
   CHECK(!jit->target_triple().empty());
   CHECK(!jit->data_layout().empty());
-  CHECK(jit->has_vector_math());  // glibc's libmvec is on every supported machine
+  // (libmvec in use: "JIT: elementwise f32 regions vectorise, libm calls through libmvec")
   jit->remove(12345);             // an unknown handle is ignored
   CHECK(jit->last_ir().empty());  // kept only after keep_ir(true)
 }

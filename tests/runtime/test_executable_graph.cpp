@@ -30,7 +30,7 @@ struct Fixture {
     b.output(b.mul(r, b.scalar(2.0f)), "y");
     g = b.build();
   }
-  RegionPlan plan(RegionFn fn) const {
+  RegionPlan plan(jit::KernelFn fn) const {
     RegionPlan p;
     p.region.nodes = {0, 1};
     p.region.inputs = {g.inputs[0], g.inputs[1]};

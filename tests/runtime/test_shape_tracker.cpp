@@ -167,31 +167,34 @@ TEST_CASE("ShapeTracker: an absent optional input differs from a present scalar"
   const Node& clip = g.nodes[0];
   const Tensor xs = Tensor::zeros(DType::f32, {3}), bound = Tensor::scalar(0.5f);
   const Tensor out = Tensor::zeros(DType::f32, {3});
-  auto observe = [&](ShapeTracker& st, const Tensor& lo) {
-    const Tensor ins[] = {xs, lo, bound};
+  auto observe = [&](ShapeTracker& st, const Tensor& lo, const Tensor& high) {
+    const Tensor ins[] = {xs, lo, high};
     st.begin_run();
     st.on_op(OpEvent{0, clip, ins, std::span<const Tensor>(&out, 1), 10});
     st.end_run();
   };
 
   ShapeTracker st(g);
-  observe(st, Tensor{});
-  CHECK_FALSE(st.input_present(0, 1));
-  CHECK(st.input_present(0, 2));
+  observe(st, Tensor{}, bound);
   CHECK(st.input_shapes(0) == std::vector<Shape>{{3}, {}, {}});
-  observe(st, Tensor{});
+  observe(st, Tensor{}, bound);
   CHECK(st.stable() == std::vector<bool>{true});
-  observe(st, bound);
+  observe(st, bound, bound);
   REQUIRE(st.changed(0));
   CHECK(st.change(0)->run == 3);
   CHECK(st.change(0)->what == "input 1: absent -> []");  // no value: no name
-  CHECK(st.input_present(0, 1));
 
-  ShapeTracker back(g);
-  observe(back, bound);
-  observe(back, Tensor{});
+  ShapeTracker back(g);  // input 1 present, then absent
+  observe(back, bound, bound);
+  observe(back, Tensor{}, bound);
   REQUIRE(back.changed(0));
   CHECK(back.change(0)->what == "input 1: [] -> absent");
+
+  ShapeTracker drop(g);  // input 2 (a present scalar), then absent
+  observe(drop, Tensor{}, bound);
+  observe(drop, Tensor{}, Tensor{});
+  REQUIRE(drop.changed(0));
+  CHECK(drop.change(0)->what == "input 2 'hi': [] -> absent");
 }
 
 TEST_CASE("ShapeTracker: a rank change is a change") {

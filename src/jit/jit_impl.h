@@ -1,0 +1,80 @@
+// The parts of the JIT (jit.cpp) that are not ORC itself, one file each: the perf map, the
+// streaming-store pass, the libmvec registration, the assembly dump and the code-keyed kernel
+// cache. Internal to src/jit; these headers are LLVM's, so nothing here may reach include/.
+#pragma once
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/Core.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "jit/jit.h"
+
+namespace llvm {
+class TargetMachine;
+namespace orc {
+class LLJIT;
+}  // namespace orc
+}  // namespace llvm
+
+namespace sgraph::jit {
+
+// perf_map.cpp. With SGRAPH_PERF_MAP=1, makes the JIT write a line "<address> <size> <name>" to
+// /tmp/perf-<pid>.map for every function it links, the file `perf report` reads to name JIT code;
+// returns whether it does (it cannot when the JIT does not link with JITLink).
+bool add_perf_map(llvm::orc::LLJIT& jit);
+// Local functions' names do not reach the linker (nor the perf map): makes them external. Called
+// after optimising, so that the profiled code is the same.
+void export_local_functions(llvm::Module& m);
+
+// stream_stores.cpp. Makes the vector stores through pointers marked kStreamMetadata non-temporal
+// and fences the returns of the functions that have any (x86; see kStreamBytes in jit.h).
+void stream_stores(llvm::Module& m);
+
+// vector_math.cpp. glibc's libmvec variants of libm functions, for the loop vectoriser.
+struct VectorMath {
+  llvm::TargetLibraryInfoImpl tlii;  // what the optimiser knows of the target's libraries
+  std::deque<std::string> names;     // the strings tlii's VecDescs point to
+};
+// tlii for `tm`'s triple, with the libmvec variants of the ISAs `tm` has when `libmvec` (it was
+// loaded into the JIT).
+void init_vector_math(VectorMath& vm, const llvm::TargetMachine& tm, bool libmvec);
+// The new pass manager's O1 with both vectorisers on, for `tm`, with `tlii`'s library mappings.
+void optimise(llvm::Module& m, llvm::TargetMachine& tm, const llvm::TargetLibraryInfoImpl& tlii);
+
+// asm_dump.cpp. The module's machine code as assembly text, generated from a copy (the JIT
+// generates its own when the module is added); for debugging only.
+std::string assembly(const llvm::Module& m, llvm::TargetMachine& tm);
+
+// kernel_cache.cpp. The compiled modules and the handles to them, each module under the hash of
+// its code when it may be reused. Not thread-safe (Jit's mutex guards it).
+class KernelCache {
+ public:
+  // What a kernel's behaviour depends on: its IR as emitted and the target it is compiled for.
+  static std::string key_of(const llvm::Module& m, const llvm::TargetMachine& tm);
+  // A new handle to the kernel compiled for `key`, if there is one.
+  bool find(const std::string& key, Jit::Kernel& kernel);
+  // Keeps a compiled module (under `key` unless it is empty) and returns a handle to it.
+  Jit::Kernel insert(llvm::orc::ResourceTrackerSP tracker, KernelFn fn, std::string key);
+  // Drops a handle; returns the module's tracker, to remove, when it was the last one.
+  llvm::orc::ResourceTrackerSP release(uint64_t handle);
+  size_t live() const;  // distinct modules with handles
+
+ private:
+  struct Code {
+    llvm::orc::ResourceTrackerSP tracker;
+    KernelFn fn = nullptr;
+    std::string key;  // "" when it is never reused
+    int handles = 0;  // live handles to it
+  };
+  Jit::Kernel handle_to(std::shared_ptr<Code> code, bool reused);
+  std::unordered_map<uint64_t, std::shared_ptr<Code>> handles_;
+  std::unordered_map<std::string, std::shared_ptr<Code>> by_key_;
+  uint64_t next_handle_ = 1;
+};
+
+}  // namespace sgraph::jit
