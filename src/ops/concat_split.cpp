@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
@@ -56,7 +57,7 @@ const OpDef kConcat{"Concat",
                     [](ShapeCtx& c) {
                       const Shape& s0 = c.shape(0);
                       SG_CHECK(!s0.empty()) << "Concat inputs must have rank >= 1, got a scalar";
-                      const int64_t axis = normalize_axis(c.attrs().get_int("axis"), c.rank(0));
+                      const int64_t axis = op_axis(c.node, c.shape(0).size());
                       Shape out = s0;
                       out[axis] = 0;
                       for (size_t i = 0; i < c.in.size(); ++i) {
@@ -73,7 +74,7 @@ const OpDef kConcat{"Concat",
                     },
                     [](KernelCtx& c) {
                       Tensor& y = c.out[0];
-                      const int64_t axis = normalize_axis(c.attrs().get_int("axis"), y.rank());
+                      const int64_t axis = op_axis(c.node, y.shape().size());
                       const size_t es = dtype_size(y.dtype());
                       const AxisSplit v = split_at_axis(y.shape(), axis);
                       const int64_t outer = v.outer;
@@ -104,7 +105,7 @@ const OpDef kSplit{"Split",
                    [](ShapeCtx& c) {
                      const Shape& s = c.shape(0);
                      SG_CHECK(!s.empty()) << "Split input must have rank >= 1, got a scalar";
-                     const int64_t axis = normalize_axis(c.attrs().get_int("axis", 0), c.rank(0));
+                     const int64_t axis = op_axis(c.node, s.size());
                      const std::vector<int64_t> sizes =
                          split_sizes(c.attrs(), c.has(1) ? &c.require_value(1) : nullptr, s[axis],
                                      static_cast<int64_t>(c.out.size()));
@@ -115,7 +116,7 @@ const OpDef kSplit{"Split",
                    },
                    [](KernelCtx& c) {
                      const Tensor& x = c.in[0];
-                     const int64_t axis = normalize_axis(c.attrs().get_int("axis", 0), x.rank());
+                     const int64_t axis = op_axis(c.node, x.shape().size());
                      const int64_t outer = split_at_axis(x.shape(), axis).outer;
                      const size_t row = x.nbytes() / std::max<int64_t>(outer, 1);
                      const auto* src = static_cast<const std::byte*>(x.raw_data());

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 
@@ -21,7 +22,7 @@ const OpDef kGather{
     [](ShapeCtx& c) {
       const Shape& s = c.shape(0);
       SG_CHECK(!s.empty()) << "Gather data must have rank >= 1, got a scalar";
-      const int64_t axis = normalize_axis(c.attrs().get_int("axis", 0), c.rank(0));
+      const int64_t axis = op_axis(c.node, c.shape(0).size());
       Shape out(s.begin(), s.begin() + axis);
       out.insert(out.end(), c.shape(1).begin(), c.shape(1).end());
       out.insert(out.end(), s.begin() + axis + 1, s.end());
@@ -29,7 +30,7 @@ const OpDef kGather{
     },
     [](KernelCtx& c) {
       const Tensor& x = c.in[0];
-      const int64_t axis = normalize_axis(c.attrs().get_int("axis", 0), x.rank());
+      const int64_t axis = op_axis(c.node, x.shape().size());
       const int64_t dim = x.dim(axis);
       std::vector<int64_t> index = c.in[1].to_int64();
       for (int64_t& i : index) {

@@ -77,4 +77,11 @@ GemmParams gemm_params(const Node& n);
 // dims when the attribute is absent. Throws when perm is not a permutation of 0..rank-1.
 Ints transpose_perm(const Node& n, size_t rank);
 
+// ---- one `axis` (common.cpp) -----------------------------------------------------------------
+
+// The `axis` attribute of Softmax, LogSoftmax, LayerNormalization (default -1), Gather, Split,
+// ArgMax, ArgMin (default 0) or Concat (required), normalised against `rank`; throws when it is
+// out of range.
+int64_t op_axis(const Node& n, size_t rank);
+
 }  // namespace sgraph::ops

@@ -238,3 +238,18 @@ TEST_CASE("transpose_perm: default, given, errors") {
       },
       "is not a permutation of 0..2");
 }
+
+TEST_CASE("op_axis: each op's default, negative axes, errors") {
+  CHECK(ops::op_axis(node(OpKind::Softmax), 3) == 2);
+  CHECK(ops::op_axis(node(OpKind::LayerNormalization), 2) == 1);
+  CHECK(ops::op_axis(node(OpKind::Gather), 3) == 0);
+  CHECK(ops::op_axis(node(OpKind::Split), 3) == 0);
+  CHECK(ops::op_axis(node(OpKind::ArgMin), 3) == 0);
+  CHECK(ops::op_axis(node(OpKind::Concat, axis(-2)), 3) == 1);
+  CHECK(ops::op_axis(node(OpKind::LogSoftmax, axis(1)), 3) == 1);
+  check_error([] { ops::op_axis(node(OpKind::Softmax, axis(3)), 3); },
+              "axis 3 is out of range for rank 3");
+  check_error([] { ops::op_axis(node(OpKind::Gather, axis(-4)), 3); },
+              "axis -4 is out of range for rank 3");
+  CHECK(!error_of([] { ops::op_axis(node(OpKind::Concat), 3); }).empty());  // axis is required
+}
