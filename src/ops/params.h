@@ -4,9 +4,10 @@
 // the opset-1 attribute form next to the later input form) has one function here, used by its
 // shape rule, its reference kernel, its gradient and its JIT lowering alike, so they cannot
 // disagree. (Conv and the pools have theirs in src/ops/window.h.) Each is defined in its op's
-// file. Parameter inputs are passed as tensors, nullptr when absent: the caller knows where the
-// values come from (a shape rule's known values, a kernel's inputs, a graph's constants).
-// Errors are sgraph::Error without node context: the caller adds it.
+// file; op_axis, shared by several ops, in common.cpp. Parameter inputs are passed as tensors,
+// nullptr when absent: the caller knows where the values come from (a shape rule's known values, a
+// kernel's inputs, a graph's constants). Errors are sgraph::Error without node context: the caller
+// adds it.
 //
 //   const std::vector<SliceAxis> axes = slice_params(node, x.shape(), starts, ends, nullptr,
 //                                                    nullptr);
