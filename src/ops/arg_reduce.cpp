@@ -5,13 +5,14 @@
 #include <cmath>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
 
-int64_t arg_axis(const Attributes& attrs, int64_t rank) {
+int64_t arg_axis(const Node& n, int64_t rank) {
   SG_CHECK(rank >= 1) << "input must have rank >= 1, got a scalar";
-  return normalize_axis(attrs.get_int("axis", 0), rank);
+  return op_axis(n, static_cast<size_t>(rank));
 }
 
 void types_arg(TypeCtx& c) {
@@ -21,7 +22,7 @@ void types_arg(TypeCtx& c) {
 
 void shapes_arg(ShapeCtx& c) {
   const Shape& in = c.shape(0);
-  const int64_t axis = arg_axis(c.attrs(), c.rank(0));
+  const int64_t axis = arg_axis(c.node, c.rank(0));
   Shape out = in;
   if (c.attrs().get_int("keepdims", 1) != 0)
     out[axis] = 1;
@@ -36,7 +37,7 @@ void shapes_arg(ShapeCtx& c) {
 template <bool kMax>
 void run_arg(KernelCtx& c) {
   const Tensor& x = c.in[0];
-  const AxisSplit s = split_at_axis(x.shape(), arg_axis(c.attrs(), x.rank()));
+  const AxisSplit s = split_at_axis(x.shape(), arg_axis(c.node, x.rank()));
   const bool last = c.attrs().get_int("select_last_index", 0) != 0;
   int64_t* y = c.out[0].data<int64_t>();
   if (c.out[0].numel() == 0) return;

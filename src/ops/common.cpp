@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 
@@ -42,6 +43,26 @@ int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what) {
   SG_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1))
       << what << " " << axis << " is out of range for rank " << rank;
   return axis < 0 ? axis + rank : axis;
+}
+
+int64_t op_axis(const Node& n, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  switch (n.op) {
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax:
+    case OpKind::LayerNormalization:
+      return normalize_axis(n.attrs.get_int("axis", -1), r);
+    case OpKind::Gather:
+    case OpKind::Split:
+    case OpKind::ArgMax:
+    case OpKind::ArgMin:
+      return normalize_axis(n.attrs.get_int("axis", 0), r);
+    case OpKind::Concat:
+      return normalize_axis(n.attrs.get_int("axis"), r);
+    default:
+      SG_ASSERT(false) << op_name(n.op) << " has no single axis";
+      return 0;
+  }
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {

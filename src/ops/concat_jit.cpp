@@ -3,14 +3,14 @@
 // (vectorisable).
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
 
 llvm::Value* generate_concat(Emitter& e, const Node& n, const Index& idx) {
   const Shape& out = e.shape(n.outputs[0]);
-  const auto axis = static_cast<size_t>(
-      normalize_axis(n.attrs.get_int("axis"), static_cast<int64_t>(out.size())));
+  const auto axis = static_cast<size_t>(op_axis(n, out.size()));
   llvm::IRBuilderBase& b = e.b;
   llvm::Value* const i = idx[axis];
   llvm::Value* r = nullptr;

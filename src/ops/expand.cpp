@@ -53,7 +53,7 @@ void run_expand(KernelCtx& c) {
 
 extern const Lowering kExpandLowering;  // expand_jit.cpp
 extern const OpDef kExpand;
-const OpDef kExpand = with_lowering(&kExpandLowering,
-                                    {"Expand", 2, 2, 1, 1, types_expand, shapes_expand, run_expand});
+const OpDef kExpand = with_lowering(
+    &kExpandLowering, {"Expand", 2, 2, 1, 1, types_expand, shapes_expand, run_expand});
 
 }  // namespace sgraph::ops

@@ -5,6 +5,7 @@
 // returns the element at the clamped index.
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
@@ -21,7 +22,7 @@ llvm::Value* generate_gather(Emitter& e, const Node& n, const Index& idx) {
   const Shape& out = e.shape(n.outputs[0]);
   const int64_t rank = static_cast<int64_t>(ds.size());
   SG_CHECK(rank > 0) << node_str(n) << ": data is a scalar";
-  const int64_t axis = normalize_axis(n.attrs.get_int("axis", 0), rank);
+  const int64_t axis = op_axis(n, ds.size());
   Shape expect(ds.begin(), ds.begin() + axis);
   expect.insert(expect.end(), is.begin(), is.end());
   expect.insert(expect.end(), ds.begin() + axis + 1, ds.end());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
@@ -30,7 +31,7 @@ void types_layer_norm(TypeCtx& c) {
 void shapes_layer_norm(ShapeCtx& c) {
   const Shape& x = c.shape(0);
   SG_CHECK(!x.empty()) << "X must have rank >= 1, got a scalar";
-  const int64_t axis = normalize_axis(c.attrs().get_int("axis", -1), c.rank(0));
+  const int64_t axis = op_axis(c.node, c.shape(0).size());
   const Shape norm(x.begin() + axis, x.end());
   for (size_t i = 1; i < 3; ++i) {
     if (!c.has(i)) continue;
@@ -86,7 +87,7 @@ void layer_norm(KernelCtx& c, int64_t axis, std::vector<double>& mean, std::vect
 
 void run_layer_norm(KernelCtx& c) {
   const Tensor& x = c.in[0];
-  const int64_t axis = normalize_axis(c.attrs().get_int("axis", -1), x.rank());
+  const int64_t axis = op_axis(c.node, x.shape().size());
   int64_t rows = 1;
   for (int64_t d = 0; d < axis; ++d) rows *= x.shape()[d];
   std::vector<double> mean(rows), inv(rows);
@@ -106,7 +107,8 @@ void run_layer_norm(KernelCtx& c) {
 
 extern const Lowering kLayerNormLowering;  // layer_norm_jit.cpp
 extern const OpDef kLayerNormalization;
-const OpDef kLayerNormalization = with_lowering(&kLayerNormLowering, OpDef{
-    "LayerNormalization", 2, 3, 1, 3, types_layer_norm, shapes_layer_norm, run_layer_norm});
+const OpDef kLayerNormalization = with_lowering(
+    &kLayerNormLowering,
+    OpDef{"LayerNormalization", 2, 3, 1, 3, types_layer_norm, shapes_layer_norm, run_layer_norm});
 
 }  // namespace sgraph::ops

@@ -4,13 +4,14 @@
 // consumers' nests.
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 #include "ops/row_stats.h"
 
 namespace sgraph::ops {
 
 Shape row_shape(Emitter& e, const Node& n, bool through_last) {
   Shape s = e.planned_shape(n.inputs[0]);
-  const size_t axis = normalize_axis(n.attrs.get_int("axis", -1), static_cast<int64_t>(s.size()));
+  const auto axis = static_cast<size_t>(op_axis(n, s.size()));
   for (size_t d = axis; d < (through_last ? s.size() : axis + 1); ++d) s[d] = 1;
   return s;
 }

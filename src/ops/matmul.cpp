@@ -3,8 +3,16 @@
 #include "ops/gemm_kernel.h"
 #include "ops/grad.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
+
+GemmParams gemm_params(const Node& n) {
+  const Attributes& a = n.attrs;
+  return {a.get_int("transA", 0) != 0, a.get_int("transB", 0) != 0, a.get_float("alpha", 1.0),
+          a.get_float("beta", 1.0)};
+}
+
 namespace {
 
 void types_contraction(TypeCtx& c) {
@@ -61,21 +69,18 @@ void matmul(const Tensor& ta, const Tensor& tb, Tensor& ty) {
 // Gemm geometry, checked: A [M,K] (or [K,M] with transA), B [K,N] (or [N,K]), C -> [M,N].
 struct GemmDims {
   int64_t M, K, N;
-  bool trans_a, trans_b;
 };
 
-GemmDims gemm_dims(const Attributes& attrs, const Shape& a, const Shape& b, const Shape* c) {
+GemmDims gemm_dims(const GemmParams& p, const Shape& a, const Shape& b, const Shape* c) {
   SG_CHECK(a.size() == 2) << "A must be 2-D, got shape " << shape_str(a);
   SG_CHECK(b.size() == 2) << "B must be 2-D, got shape " << shape_str(b);
   GemmDims d;
-  d.trans_a = attrs.get_int("transA", 0) != 0;
-  d.trans_b = attrs.get_int("transB", 0) != 0;
-  d.M = a[d.trans_a ? 1 : 0];
-  d.K = a[d.trans_a ? 0 : 1];
-  d.N = b[d.trans_b ? 0 : 1];
-  SG_CHECK(d.K == b[d.trans_b ? 1 : 0])
-      << "inner dimensions differ: A " << shape_str(a) << (d.trans_a ? " (transposed)" : "")
-      << " x B " << shape_str(b) << (d.trans_b ? " (transposed)" : "");
+  d.M = a[p.trans_a ? 1 : 0];
+  d.K = a[p.trans_a ? 0 : 1];
+  d.N = b[p.trans_b ? 0 : 1];
+  SG_CHECK(d.K == b[p.trans_b ? 1 : 0])
+      << "inner dimensions differ: A " << shape_str(a) << (p.trans_a ? " (transposed)" : "")
+      << " x B " << shape_str(b) << (p.trans_b ? " (transposed)" : "");
   if (c) {
     const Shape mn{d.M, d.N};
     bool ok = c->size() <= 2;
@@ -90,10 +95,11 @@ GemmDims gemm_dims(const Attributes& attrs, const Shape& a, const Shape& b, cons
 
 template <class T>
 void run_gemm(KernelCtx& c) {
+  const GemmParams p = gemm_params(c.node);
   const GemmDims d =
-      gemm_dims(c.attrs(), c.in[0].shape(), c.in[1].shape(), c.has(2) ? &c.in[2].shape() : nullptr);
-  const T alpha = static_cast<T>(c.attrs().get_float("alpha", 1.0));
-  const T beta = c.has(2) ? static_cast<T>(c.attrs().get_float("beta", 1.0)) : T(0);
+      gemm_dims(p, c.in[0].shape(), c.in[1].shape(), c.has(2) ? &c.in[2].shape() : nullptr);
+  const T alpha = static_cast<T>(p.alpha);
+  const T beta = c.has(2) ? static_cast<T>(p.beta) : T(0);
   T* y = c.out[0].data<T>();
   if (beta != T(0)) {  // Y = beta * broadcast(C), then accumulate the product into it
     const Shape mn{d.M, d.N};
@@ -102,7 +108,7 @@ void run_gemm(KernelCtx& c) {
     for (int64_t i = 0; i < d.M; ++i)
       for (int64_t j = 0; j < d.N; ++j) y[i * d.N + j] = beta * cc[i * st[0] + j * st[1]];
   }
-  gemm<T>(d.M, d.N, d.K, c.in[0].data<T>(), d.trans_a, c.in[1].data<T>(), d.trans_b, y, alpha,
+  gemm<T>(d.M, d.N, d.K, c.in[0].data<T>(), p.trans_a, c.in[1].data<T>(), p.trans_b, y, alpha,
           beta == T(0) ? T(0) : T(1));
 }
 
@@ -165,8 +171,9 @@ void grad_matmul(GradCtx& c) {
 // Gemm of dY with the other operand, transposed as needed; C gets beta * dY summed back to its
 // shape.
 void grad_gemm(GradCtx& c) {
-  const bool ta = c.attrs().get_int("transA", 0) != 0, tb = c.attrs().get_int("transB", 0) != 0;
-  const double alpha = c.attrs().get_float("alpha", 1.0), beta = c.attrs().get_float("beta", 1.0);
+  const GemmParams p = gemm_params(c.node);
+  const bool ta = p.trans_a, tb = p.trans_b;
+  const double alpha = p.alpha, beta = p.beta;
   const ValueId a = c.in(0), w = c.in(1), dy = c.dout(0);
   auto gemm = [&](ValueId x, ValueId y, bool tx, bool ty) {
     Attributes attrs{{"transA", int64_t{tx}}, {"transB", int64_t{ty}}};
@@ -183,24 +190,29 @@ void grad_gemm(GradCtx& c) {
 
 extern const Lowering kContractionLowering;  // matmul_jit.cpp
 extern const OpDef kMatMul;
-const OpDef kMatMul = with_lowering(&kContractionLowering, with_grad(
-    grad_matmul, {"MatMul", 2, 2, 1, 1, types_contraction,
-                  [](ShapeCtx& c) { c.out[0] = matmul_dims(c.shape(0), c.shape(1)).out; },
-                  [](KernelCtx& c) {
-                    visit_contraction(c.in[0].dtype(),
-                                      [&]<class T>() { matmul<T>(c.in[0], c.in[1], c.out[0]); });
-                  }}));
+const OpDef kMatMul = with_lowering(
+    &kContractionLowering,
+    with_grad(grad_matmul, {"MatMul", 2, 2, 1, 1, types_contraction,
+                            [](ShapeCtx& c) { c.out[0] = matmul_dims(c.shape(0), c.shape(1)).out; },
+                            [](KernelCtx& c) {
+                              visit_contraction(c.in[0].dtype(), [&]<class T>() {
+                                matmul<T>(c.in[0], c.in[1], c.out[0]);
+                              });
+                            }}));
 
 // Gemm(A, B, C?) {transA, transB, alpha = 1, beta = 1}: C broadcasts unidirectionally to [M,N].
 extern const OpDef kGemm;
-const OpDef kGemm = with_lowering(&kContractionLowering, with_grad(
-    grad_gemm,
-    {"Gemm", 2, 3, 1, 1, types_contraction,
-     [](ShapeCtx& c) {
-       const GemmDims d =
-           gemm_dims(c.attrs(), c.shape(0), c.shape(1), c.has(2) ? &c.shape(2) : nullptr);
-       c.out[0] = {d.M, d.N};
-     },
-     [](KernelCtx& c) { visit_contraction(c.in[0].dtype(), [&]<class T>() { run_gemm<T>(c); }); }}));
+const OpDef kGemm = with_lowering(
+    &kContractionLowering,
+    with_grad(grad_gemm, {"Gemm", 2, 3, 1, 1, types_contraction,
+                          [](ShapeCtx& c) {
+                            const GemmDims d =
+                                gemm_dims(gemm_params(c.node), c.shape(0), c.shape(1),
+                                          c.has(2) ? &c.shape(2) : nullptr);
+                            c.out[0] = {d.M, d.N};
+                          },
+                          [](KernelCtx& c) {
+                            visit_contraction(c.in[0].dtype(), [&]<class T>() { run_gemm<T>(c); });
+                          }}));
 
 }  // namespace sgraph::ops

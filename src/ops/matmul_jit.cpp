@@ -14,7 +14,7 @@
 
 #include "ops/lowering.h"
 #include "ops/op.h"
-#include "ops/transpose.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
@@ -40,8 +40,7 @@ struct ContractionPlan {
 
 // Gemm with a C operand and beta != 0 adds beta * C to the product.
 bool adds_c(const Node& n) {
-  return n.op == OpKind::Gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue &&
-         n.attrs.get_float("beta", 1.0) != 0.0;
+  return n.op == OpKind::Gemm && has_input(n, 2) && gemm_params(n).beta != 0.0;
 }
 
 std::string why_not_contraction(const Graph& g, const Node& n) {
@@ -60,13 +59,14 @@ Contraction contraction_geometry(Emitter& e, const Node& n) {
   };
   if (n.op == OpKind::Gemm) {
     if (a.size() != 2 || b.size() != 2) fail();
-    c.ta = n.attrs.get_int("transA", 0) != 0;
-    c.tb = n.attrs.get_int("transB", 0) != 0;
+    const GemmParams gp = gemm_params(n);
+    c.ta = gp.trans_a;
+    c.tb = gp.trans_b;
     c.M = c.ta ? a[1] : a[0];
     c.K = c.ta ? a[0] : a[1];
     c.N = c.tb ? b[0] : b[1];
     if ((c.tb ? b[1] : b[0]) != c.K || out != Shape{c.M, c.N}) fail();
-    c.alpha = n.attrs.get_float("alpha", 1.0);
+    c.alpha = gp.alpha;
     c.a_off = c.b_off = {0};
     return c;
   }
@@ -127,7 +127,7 @@ Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans) {
     const ValueId in = p->inputs[0];
     const auto rank = static_cast<int64_t>(e.planned_shape(v).size());
     if (rank >= 2 && !e.producer(in)) {
-      const Ints perm = transpose_perm(p->attrs, rank);
+      const Ints perm = transpose_perm(*p, static_cast<size_t>(rank));
       bool swaps_last_two = true;
       for (int64_t d = 0; swaps_last_two && d < rank; ++d)
         swaps_last_two = perm[d] == (d == rank - 2 ? rank - 1 : d == rank - 1 ? rank - 2 : d);
@@ -211,7 +211,7 @@ llvm::Value* generate_contraction(Emitter& e, const Node& n, const Index& idx) {
   if (!adds_c(n)) return x;
   const ValueId cv = n.inputs[2];
   llvm::Value* cx = e.element(cv, e.broadcast_index(n, idx, out, e.shape(cv)));
-  const double beta = n.attrs.get_float("beta", 1.0);
+  const double beta = gemm_params(n).beta;
   if (beta != 1.0) cx = e.b.CreateFMul(cx, llvm::ConstantFP::get(x->getType(), beta));
   return e.b.CreateFAdd(x, cx);
 }

@@ -103,9 +103,9 @@ struct OpDef {
   // The kernel sets its outputs itself (control flow: shapes are known only when it runs);
   // shapes() is used at graph-build time only.
   bool makes_outputs = false;
-  ElementFn element = nullptr;        // the JIT element emitter, for elementwise ops
+  ElementFn element = nullptr;         // the JIT element emitter, for elementwise ops
   const Lowering* lowering = nullptr;  // the JIT lowering, for the other compiled ops
-  GradFn grad = nullptr;        // the gradient rule, for differentiable ops
+  GradFn grad = nullptr;               // the gradient rule, for differentiable ops
 };
 
 const OpDef& op_def(OpKind op);

@@ -3,13 +3,53 @@
 // cropped tensor, as onnxruntime and the ONNX reference do.
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
-namespace {
 
-enum class Mode { constant, reflect, edge };
+std::optional<PadMode> pad_mode(const Node& n) {
+  const std::string m = n.attrs.get_string("mode", "constant");
+  if (m == "constant") return PadMode::constant;
+  if (m == "edge") return PadMode::edge;
+  if (m == "reflect") return PadMode::reflect;
+  return std::nullopt;
+}
+
+PadParams pad_params(const Node& n, size_t rank, const Tensor* pads_in, const Tensor* axes_in) {
+  const Ints pads = pads_in ? pads_in->to_int64() : n.attrs.get_ints("pads");
+  const auto r = static_cast<int64_t>(rank);
+  Ints axes;
+  if (axes_in) {
+    for (int64_t a : axes_in->to_int64()) axes.push_back(normalize_axis(a, r, "Pad axis"));
+  } else {
+    for (int64_t a = 0; a < r; ++a) axes.push_back(a);
+  }
+  const size_t k = axes.size();
+  SG_CHECK(pads.size() == 2 * k) << "pads has " << pads.size() << " values but needs " << 2 * k
+                                 << " (begin and end for " << k << " axes) for an input of rank "
+                                 << rank;
+  PadParams p{PadMode::constant, Ints(rank, 0), Ints(rank, 0)};
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < k; ++i) {
+    SG_CHECK(!seen[axes[i]]) << "Pad axis " << axes[i] << " is repeated";
+    seen[axes[i]] = true;
+    p.begin[axes[i]] = pads[i];
+    p.end[axes[i]] = pads[i + k];
+  }
+  const std::optional<PadMode> mode = pad_mode(n);
+  SG_CHECK(mode) << "unknown Pad mode '" << n.attrs.get_string("mode")
+                 << "' (expected constant, reflect or edge)";
+  p.mode = *mode;
+  // The opset-2 `value` attribute goes with the `pads` attribute.
+  if (!pads_in) p.value = n.attrs.get_float("value", 0.0);
+  return p;
+}
+
+namespace {
 
 // One axis after resolving its pads: output index o reads input index map[o], or the constant
 // where map[o] is -1. The output run [before, before + len) is the cropped input, contiguous.
@@ -18,38 +58,11 @@ struct AxisPlan {
   std::vector<int64_t> map;
 };
 
-Mode pad_mode(const Attributes& attrs) {
-  const std::string m = attrs.get_string("mode", "constant");
-  if (m == "constant") return Mode::constant;
-  if (m == "reflect") return Mode::reflect;
-  SG_CHECK(m == "edge") << "unknown Pad mode '" << m << "' (expected constant, reflect or edge)";
-  return Mode::edge;
-}
-
-// Resolves pads (input 1, or the opset-2 `pads` attribute) and axes (input 3) against `shape`.
-std::vector<AxisPlan> pad_plan(const Shape& shape, const Attributes& attrs, const Tensor* pads_in,
-                               const Tensor* axes_in) {
+// Each axis's plan for an input of `shape`, checking the pads fit it.
+std::vector<AxisPlan> pad_plan(const Shape& shape, const PadParams& pp) {
   const int64_t rank = static_cast<int64_t>(shape.size());
-  const std::vector<int64_t> pads = pads_in ? pads_in->to_int64() : attrs.get_ints("pads");
-  std::vector<int64_t> axes;
-  if (axes_in) {
-    for (int64_t a : axes_in->to_int64()) axes.push_back(normalize_axis(a, rank, "Pad axis"));
-  } else {
-    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
-  }
-  const int64_t k = static_cast<int64_t>(axes.size());
-  SG_CHECK(static_cast<int64_t>(pads.size()) == 2 * k)
-      << "pads has " << pads.size() << " values but needs " << 2 * k << " (begin and end for " << k
-      << " axes) for input shape " << shape_str(shape);
-  std::vector<int64_t> begin(rank, 0), end(rank, 0);
-  std::vector<bool> seen(rank, false);
-  for (int64_t i = 0; i < k; ++i) {
-    SG_CHECK(!seen[axes[i]]) << "Pad axis " << axes[i] << " is repeated";
-    seen[axes[i]] = true;
-    begin[axes[i]] = pads[i];
-    end[axes[i]] = pads[i + k];
-  }
-  const Mode mode = pad_mode(attrs);
+  const Ints &begin = pp.begin, &end = pp.end;
+  const PadMode mode = pp.mode;
   std::vector<AxisPlan> plan(rank);
   for (int64_t d = 0; d < rank; ++d) {
     AxisPlan& p = plan[d];
@@ -59,20 +72,20 @@ std::vector<AxisPlan> pad_plan(const Shape& shape, const Attributes& attrs, cons
                          << " of size " << shape[d];
     p.before = std::max<int64_t>(begin[d], 0);
     const int64_t after = std::max<int64_t>(end[d], 0);
-    if (mode == Mode::reflect)
+    if (mode == PadMode::reflect)
       SG_CHECK(std::max(p.before, after) < std::max<int64_t>(p.len, 1))
           << "reflect pads " << p.before << ", " << after << " on axis " << d
           << " must be smaller than its size " << p.len;
-    if (mode == Mode::edge)
+    if (mode == PadMode::edge)
       SG_CHECK(p.len > 0 || (p.before == 0 && after == 0))
           << "edge padding of axis " << d << ", which is empty";
     p.map.resize(p.before + p.len + after);
     for (int64_t o = 0; o < static_cast<int64_t>(p.map.size()); ++o) {
       int64_t j = o - p.before;  // index into the cropped axis
       if (j < 0 || j >= p.len) {
-        if (mode == Mode::constant)
+        if (mode == PadMode::constant)
           j = -1 - p.first;
-        else if (mode == Mode::edge)
+        else if (mode == PadMode::edge)
           j = j < 0 ? 0 : p.len - 1;
         else
           j = j < 0 ? -j : 2 * (p.len - 1) - j;
@@ -126,38 +139,35 @@ void pad_kernel(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plan, T
 // Pad(data, pads?, constant_value?, axes?) {mode = constant, pads and value: the opset-2 form}.
 extern const Lowering kPadLowering;  // pad_jit.cpp
 extern const OpDef kPad;
-const OpDef kPad = with_lowering(&kPadLowering, OpDef{
-    "Pad",
-    1,
-    4,
-    1,
-    1,
-    [](TypeCtx& c) {
-      if (c.has(1)) c.expect_int_index(1);
-      if (c.has(2)) c.expect_same(0, 2);
-      if (c.has(3)) c.expect_int_index(3);
-      types_same_as_input0(c);
-    },
-    [](ShapeCtx& c) {
-      SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
-          << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
-      const auto plan = pad_plan(c.shape(0), c.attrs(), c.has(1) ? &c.require_value(1) : nullptr,
-                                 c.has(3) ? &c.require_value(3) : nullptr);
-      Shape out;
-      for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
-      c.out[0] = std::move(out);
-    },
-    [](KernelCtx& c) {
-      const auto plan = pad_plan(c.in[0].shape(), c.attrs(), c.has(1) ? &c.in[1] : nullptr,
-                                 c.has(3) ? &c.in[3] : nullptr);
-      visit_dtype(c.in[0].dtype(), [&]<class T>() {
-        T value{};
-        if (c.has(2))
-          value = c.in[2].data<T>()[0];
-        else if (!c.has(1))
-          value = static_cast<T>(c.attrs().get_float("value", 0.0));
-        pad_kernel<T>(c.in[0], c.out[0], plan, value);
-      });
-    }});
+const OpDef kPad = with_lowering(
+    &kPadLowering,
+    OpDef{"Pad", 1, 4, 1, 1,
+          [](TypeCtx& c) {
+            if (c.has(1)) c.expect_int_index(1);
+            if (c.has(2)) c.expect_same(0, 2);
+            if (c.has(3)) c.expect_int_index(3);
+            types_same_as_input0(c);
+          },
+          [](ShapeCtx& c) {
+            SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
+                << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
+            const auto plan =
+                pad_plan(c.shape(0), pad_params(c.node, c.shape(0).size(),
+                                                c.has(1) ? &c.require_value(1) : nullptr,
+                                                c.has(3) ? &c.require_value(3) : nullptr));
+            Shape out;
+            for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
+            c.out[0] = std::move(out);
+          },
+          [](KernelCtx& c) {
+            const PadParams p =
+                pad_params(c.node, c.in[0].shape().size(), c.has(1) ? &c.in[1] : nullptr,
+                           c.has(3) ? &c.in[3] : nullptr);
+            const auto plan = pad_plan(c.in[0].shape(), p);
+            visit_dtype(c.in[0].dtype(), [&]<class T>() {
+              const T value = c.has(2) ? c.in[2].data<T>()[0] : static_cast<T>(p.value);
+              pad_kernel<T>(c.in[0], c.out[0], plan, value);
+            });
+          }});
 
 }  // namespace sgraph::ops

@@ -2,55 +2,13 @@
 // mirrors it, constant selects the pad value outside the input (the input's index clamped, so the
 // load stays in bounds).
 #include <algorithm>
-#include <optional>
 
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
-
-Ints all_axes(size_t rank) {
-  Ints a(rank);
-  for (size_t d = 0; d < rank; ++d) a[d] = static_cast<int64_t>(d);
-  return a;
-}
-
-// Pad: per dim, the pads before and after (negative ones crop), and the mode.
-enum class PadMode { constant, edge, reflect };
-
-struct PadSpec {
-  PadMode mode = PadMode::constant;
-  Ints begin, end;
-};
-
-std::optional<PadMode> pad_mode(const Node& n) {
-  const std::string m = n.attrs.get_string("mode", "constant");
-  if (m == "constant") return PadMode::constant;
-  if (m == "edge") return PadMode::edge;
-  if (m == "reflect") return PadMode::reflect;
-  return std::nullopt;
-}
-
-PadSpec pad_spec(const Graph& g, const Node& n, size_t rank) {
-  const Tensor* pads_in = constant_input(g, n, 1);
-  const Ints pads = pads_in ? pads_in->to_int64() : n.attrs.get_ints("pads");
-  Ints axes = all_axes(rank);
-  if (const Tensor* a = constant_input(g, n, 3)) {
-    axes = a->to_int64();
-    for (int64_t& x : axes) x = normalize_axis(x, static_cast<int64_t>(rank), "Pad axis");
-  }
-  SG_CHECK(pads.size() == 2 * axes.size())
-      << node_str(n) << ": " << pads.size() << " pads for " << axes.size() << " axes";
-  const std::optional<PadMode> mode = pad_mode(n);
-  SG_ASSERT(mode) << node_str(n) << ": unknown mode";
-  PadSpec p{*mode, Ints(rank, 0), Ints(rank, 0)};
-  for (size_t i = 0; i < axes.size(); ++i) {
-    p.begin[axes[i]] = pads[i];
-    p.end[axes[i]] = pads[i + axes.size()];
-  }
-  return p;
-}
 
 llvm::Value* constant_of(llvm::LLVMContext& ctx, DType t, double v) {
   llvm::Type* type = element_type(ctx, t);
@@ -74,14 +32,14 @@ llvm::Value* generate_pad(Emitter& e, const Node& n, const Index& idx) {
   const Shape& out = e.shape(n.outputs[0]);
   SG_CHECK(in.size() == out.size()) << node_str(n) << ": output shape " << shape_str(out)
                                     << " is not a padding of " << shape_str(in);
-  const PadSpec p = pad_spec(e.graph, n, in.size());
+  const PadParams p =
+      pad_params(n, in.size(), constant_input(e.graph, n, 1), constant_input(e.graph, n, 3));
   const auto pad_value = [&]() -> llvm::Value* {
     if (has_input(n, 2)) {
       const ValueId v = n.inputs[2];
       return e.element(v, Index(e.shape(v).size(), e.i64(0)));
-    }  // the opset-2 `value` attribute goes with the `pads` attribute
-    const double v = has_input(n, 1) ? 0.0 : n.attrs.get_float("value", 0.0);
-    return constant_of(e.context(), e.dtype(x), v);
+    }  // else 0, or the opset-2 `value` attribute that goes with the `pads` attribute
+    return constant_of(e.context(), e.dtype(x), p.value);
   };
   llvm::Value* inside = nullptr;  // constant mode: whether idx lies in the (cropped) input
   Index in_idx(in.size());

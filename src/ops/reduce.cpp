@@ -17,32 +17,34 @@
 
 #include "ops/grad.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
-namespace {
 
-enum class Reduction { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square };
-
-// Which input dims are reduced (all false for the no-op case).
-std::vector<bool> reduced_dims(const Attributes& attrs, const Tensor* axes_input, int64_t rank) {
+std::vector<bool> reduced_dims(const Node& n, size_t rank, const Tensor* axes_input) {
   Ints axes;
   if (axes_input) {
     SG_CHECK(axes_input->rank() <= 1)
         << "axes input must be 1-D, got shape " << shape_str(axes_input->shape());
     axes = axes_input->to_int64();
   } else {
-    axes = attrs.get_ints("axes", {});
+    axes = n.attrs.get_ints("axes", {});
   }
-  const bool noop = attrs.get_int("noop_with_empty_axes", 0) != 0;
+  const bool noop = n.attrs.get_int("noop_with_empty_axes", 0) != 0;
+  const auto r = static_cast<int64_t>(rank);
   std::vector<bool> reduced(rank, axes.empty() && !noop);
   for (int64_t a : axes) {
-    SG_CHECK(rank > 0) << "axis " << a << " is out of range for rank 0";
-    const int64_t d = normalize_axis(a, rank);
+    SG_CHECK(r > 0) << "axis " << a << " is out of range for rank 0";
+    const int64_t d = normalize_axis(a, r);
     SG_CHECK(!reduced[d]) << "axis " << a << " appears twice in axes";
     reduced[d] = true;
   }
   return reduced;
 }
+
+namespace {
+
+enum class Reduction { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square };
 
 // The input viewed with adjacent dims of the same kind merged and size-1 dims dropped, so that a
 // single reduced block becomes [outer, reduced, inner]. out_strides is 0 along reduced dims.
@@ -162,7 +164,7 @@ void types_reduce(TypeCtx& c) {
 void shapes_reduce(ShapeCtx& c) {
   const Shape& in = c.shape(0);
   const std::vector<bool> reduced =
-      reduced_dims(c.attrs(), c.has(1) ? &c.require_value(1) : nullptr, c.rank(0));
+      reduced_dims(c.node, in.size(), c.has(1) ? &c.require_value(1) : nullptr);
   const bool keepdims = c.attrs().get_int("keepdims", 1) != 0;
   Shape out;
   int64_t count = 1;
@@ -226,7 +228,7 @@ template <Reduction R>
 void run_reduce(KernelCtx& c) {
   const Tensor& x = c.in[0];
   const Walk w =
-      make_walk(x.shape(), reduced_dims(c.attrs(), c.has(1) ? &c.in[1] : nullptr, x.rank()));
+      make_walk(x.shape(), reduced_dims(c.node, x.shape().size(), c.has(1) ? &c.in[1] : nullptr));
   const int64_t n_out = c.out[0].numel();
   if (n_out == 0) return;
   SG_ASSERT(R != Reduction::mean || w.count > 0) << "shapes() lets no empty mean through";
@@ -259,7 +261,7 @@ void grad_reduce(GradCtx& c) {
     SG_CHECK(axes.defined()) << "cannot differentiate: the axes input is not a constant";
   }
   const std::vector<bool> reduced =
-      reduced_dims(c.attrs(), axes.defined() ? &axes : nullptr, c.rank(x));
+      reduced_dims(c.node, c.dims(x).size(), axes.defined() ? &axes : nullptr);
   Ints list;
   for (size_t d = 0; d < reduced.size(); ++d)
     if (reduced[d]) list.push_back(static_cast<int64_t>(d));
@@ -268,11 +270,11 @@ void grad_reduce(GradCtx& c) {
   c.set(0, c.expand_to(dy, x, list, c.attrs().get_int("keepdims", 1) != 0));
 }
 
-#define SG_REDUCE(Name, R, grad, lowering)                                             \
-  extern const OpDef k##Name;                                                          \
-  const OpDef k##Name = with_lowering(                                                 \
-      lowering, with_grad(grad, {#Name, 1, 2, 1, 1, types_reduce<Reduction::R>,        \
-                                 shapes_reduce, run_reduce<Reduction::R>}))
+#define SG_REDUCE(Name, R, grad, lowering)                                                    \
+  extern const OpDef k##Name;                                                                 \
+  const OpDef k##Name =                                                                       \
+      with_lowering(lowering, with_grad(grad, {#Name, 1, 2, 1, 1, types_reduce<Reduction::R>, \
+                                               shapes_reduce, run_reduce<Reduction::R>}))
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 // then read like a region input, each element finished (a mean divided by its count).
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
@@ -31,15 +32,7 @@ std::vector<bool> reduced_mask(const Graph& g, const Node& n, size_t rank) {
     if (rank > 1) spatial[1] = false;
     return spatial;
   }
-  Ints axes;
-  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue)
-    axes = g.values[n.inputs[1]].initializer.to_int64();
-  else
-    axes = n.attrs.get_ints("axes", {});
-  const bool noop = n.attrs.get_int("noop_with_empty_axes", 0) != 0;
-  std::vector<bool> reduced(rank, axes.empty() && !noop);
-  for (int64_t a : axes) reduced[normalize_axis(a, static_cast<int64_t>(rank))] = true;
-  return reduced;
+  return reduced_dims(n, rank, constant_input(g, n, 1));
 }
 
 // The accumulator type: f64 for float sums, i64 for integer sums, the element type for max.

@@ -429,49 +429,48 @@ ResizeParams resize_params(const Attributes& a, const Shape& in, const Tensor* r
 // Resize(X, roi?, scales?, sizes?): exactly one of scales and sizes must be non-empty.
 extern const Lowering kResizeLowering;  // resize_jit.cpp
 extern const OpDef kResize;
-const OpDef kResize = with_lowering(&kResizeLowering, OpDef{
-    "Resize",
-    1,
-    4,
-    1,
-    1,
-    [](TypeCtx& c) {
-      const Options o = options(c.attrs());
-      SG_CHECK(o.mode == Mode::nearest || (c.has(0) && is_float(c.in[0])))
-          << "Resize mode " << kModes[static_cast<size_t>(o.mode)] << " needs a float input, got "
-          << dtype_name(c.has(0) ? c.in[0] : DType::undefined)
-          << " (other dtypes support mode nearest only)";
-      if (c.has(1)) c.expect_float(1);
-      if (c.has(2)) c.expect_float(2);
-      if (c.has(3)) c.expect_int_index(3);
-      types_same_as_input0(c);
-    },
-    [](ShapeCtx& c) {
-      const Options o = options(c.attrs());
-      auto given = [&](size_t i) { return c.has(i) && numel(c.shape(i)) > 0; };
-      const Plan p = make_plan(c.shape(0), o, c.attrs(), given(2) ? &c.require_value(2) : nullptr,
-                               given(3) ? &c.require_value(3) : nullptr);
-      if (o.coord == Coord::tf_crop_and_resize) check_roi(c.has(1) ? numel(c.shape(1)) : 0, p);
-      c.out[0] = p.out;
-    },
-    [](KernelCtx& c) {
-      auto given = [&](size_t i) { return c.has(i) && c.in[i].numel() > 0; };
-      const Tensor& x = c.in[0];
-      Tensor& y = c.out[0];
-      const ResizeParams p =
-          resize_params(c.attrs(), x.shape(), c.has(1) ? &c.in[1] : nullptr,
-                        given(2) ? &c.in[2] : nullptr, given(3) ? &c.in[3] : nullptr);
-      const std::vector<AxisTable>& t = p.tables;
-      visit_dtype(x.dtype(), [&]<class T>() {
-        if (p.nearest) {
-          gather(x.data<T>(), y.data<T>(), x.shape(), y.shape(), t);
-        } else if constexpr (std::is_floating_point_v<T>) {
-          interpolate<T>(x, y, t);
-        } else {
-          SG_ASSERT(false) << "Resize interpolation on " << dtype_name(x.dtype());
-        }
-        if (p.crop) fill_outside(y.data<T>(), y.shape(), t, value_as<T>(p.extrapolation));
-      });
-    }});
+const OpDef kResize = with_lowering(
+    &kResizeLowering,
+    OpDef{"Resize", 1, 4, 1, 1,
+          [](TypeCtx& c) {
+            const Options o = options(c.attrs());
+            SG_CHECK(o.mode == Mode::nearest || (c.has(0) && is_float(c.in[0])))
+                << "Resize mode " << kModes[static_cast<size_t>(o.mode)]
+                << " needs a float input, got " << dtype_name(c.has(0) ? c.in[0] : DType::undefined)
+                << " (other dtypes support mode nearest only)";
+            if (c.has(1)) c.expect_float(1);
+            if (c.has(2)) c.expect_float(2);
+            if (c.has(3)) c.expect_int_index(3);
+            types_same_as_input0(c);
+          },
+          [](ShapeCtx& c) {
+            const Options o = options(c.attrs());
+            auto given = [&](size_t i) { return c.has(i) && numel(c.shape(i)) > 0; };
+            const Plan p =
+                make_plan(c.shape(0), o, c.attrs(), given(2) ? &c.require_value(2) : nullptr,
+                          given(3) ? &c.require_value(3) : nullptr);
+            if (o.coord == Coord::tf_crop_and_resize)
+              check_roi(c.has(1) ? numel(c.shape(1)) : 0, p);
+            c.out[0] = p.out;
+          },
+          [](KernelCtx& c) {
+            auto given = [&](size_t i) { return c.has(i) && c.in[i].numel() > 0; };
+            const Tensor& x = c.in[0];
+            Tensor& y = c.out[0];
+            const ResizeParams p =
+                resize_params(c.attrs(), x.shape(), c.has(1) ? &c.in[1] : nullptr,
+                              given(2) ? &c.in[2] : nullptr, given(3) ? &c.in[3] : nullptr);
+            const std::vector<AxisTable>& t = p.tables;
+            visit_dtype(x.dtype(), [&]<class T>() {
+              if (p.nearest) {
+                gather(x.data<T>(), y.data<T>(), x.shape(), y.shape(), t);
+              } else if constexpr (std::is_floating_point_v<T>) {
+                interpolate<T>(x, y, t);
+              } else {
+                SG_ASSERT(false) << "Resize interpolation on " << dtype_name(x.dtype());
+              }
+              if (p.crop) fill_outside(y.data<T>(), y.shape(), t, value_as<T>(p.extrapolation));
+            });
+          }});
 
 }  // namespace sgraph::ops

@@ -4,52 +4,48 @@
 #include <cstring>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
-namespace {
 
-// Per input dimension: first element, step, and output length.
-struct Window {
-  Shape start, step, out;
-};
-
-// Resolves starts/ends/axes/steps (inputs 1..4, or the opset-1 attributes) against `shape`.
-Window slice_window(const Shape& shape, const Attributes& attrs,
-                    std::span<const Tensor* const> in) {
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> starts, ends, axes, steps;
+std::vector<SliceAxis> slice_params(const Node& n, const Shape& in, const Tensor* starts_in,
+                                    const Tensor* ends_in, const Tensor* axes_in,
+                                    const Tensor* steps_in) {
+  const int64_t rank = static_cast<int64_t>(in.size());
+  Ints starts, ends, axes, steps;
   bool has_axes = false;
-  if (in[0] != nullptr) {
-    SG_CHECK(in[1] != nullptr) << "Slice has a starts input but no ends input";
-    starts = in[0]->to_int64();
-    ends = in[1]->to_int64();
-    has_axes = in[2] != nullptr;
-    if (has_axes) axes = in[2]->to_int64();
-    if (in[3] != nullptr)
-      steps = in[3]->to_int64();
+  if (starts_in != nullptr) {  // opset 10+: inputs
+    SG_CHECK(ends_in != nullptr) << "Slice has a starts input but no ends input";
+    starts = starts_in->to_int64();
+    ends = ends_in->to_int64();
+    has_axes = axes_in != nullptr;
+    if (has_axes) axes = axes_in->to_int64();
+    if (steps_in != nullptr)
+      steps = steps_in->to_int64();
     else
       steps.assign(starts.size(), 1);
-  } else {
-    starts = attrs.get_ints("starts");
-    ends = attrs.get_ints("ends");
-    has_axes = attrs.has("axes");
-    if (has_axes) axes = attrs.get_ints("axes");
+  } else {  // opset 1: attributes
+    starts = n.attrs.get_ints("starts");
+    ends = n.attrs.get_ints("ends");
+    has_axes = n.attrs.has("axes");
+    if (has_axes) axes = n.attrs.get_ints("axes");
     steps.assign(starts.size(), 1);
   }
-  const size_t n = starts.size();
+  const size_t k = starts.size();
   if (!has_axes)
-    for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(i));
-  SG_CHECK(ends.size() == n && axes.size() == n && steps.size() == n)
-      << "Slice needs as many ends, axes and steps as starts (" << n << "), got " << ends.size()
+    for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int64_t>(i));
+  SG_CHECK(ends.size() == k && axes.size() == k && steps.size() == k)
+      << "Slice needs as many ends, axes and steps as starts (" << k << "), got " << ends.size()
       << ", " << axes.size() << " and " << steps.size();
 
-  Window w{Shape(rank, 0), Shape(rank, 1), shape};
+  std::vector<SliceAxis> r(in.size());
+  for (size_t d = 0; d < in.size(); ++d) r[d].count = in[d];
   std::vector<bool> seen(rank, false);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < k; ++i) {
     const int64_t a = normalize_axis(axes[i], rank, "Slice axis");
     SG_CHECK(!seen[a]) << "Slice axis " << axes[i] << " is repeated";
     seen[a] = true;
-    const int64_t dim = shape[a], step = steps[i];
+    const int64_t dim = in[a], step = steps[i];
     SG_CHECK(step != 0) << "Slice step for axis " << axes[i] << " is 0";
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
@@ -61,12 +57,15 @@ Window slice_window(const Shape& shape, const Attributes& attrs,
     // Lengths in unsigned arithmetic: |step| may be as large as INT64_MAX + 1.
     const uint64_t mag = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
     const int64_t span = step > 0 ? e - s : s - e;
-    w.out[a] = span <= 0 ? 0 : static_cast<int64_t>(1 + uint64_t(span - 1) / mag);
-    w.start[a] = w.out[a] > 0 ? s : 0;
-    w.step[a] = w.out[a] > 1 ? step : 1;  // steps only matter with 2+ elements (no overflow)
+    SliceAxis& out = r[a];
+    out.count = span <= 0 ? 0 : static_cast<int64_t>(1 + uint64_t(span - 1) / mag);
+    out.start = std::max<int64_t>(s, 0);
+    out.step = out.count > 1 ? step : 1;  // steps only matter with 2+ elements (no overflow)
   }
-  return w;
+  return r;
 }
+
+namespace {
 
 // Copies y[i] = x[base + sum_d idx_d * stride_d] for every index of y's shape (in elements).
 void strided_copy(const Tensor& x, Tensor& y, int64_t base, const Shape& stride) {
@@ -119,32 +118,33 @@ void types_slice(TypeCtx& c) {
 // Slice(data, starts?, ends?, axes?, steps?) {starts, ends, axes: the opset-1 form}.
 extern const Lowering kSliceLowering;  // slice_jit.cpp
 extern const OpDef kSlice;
-const OpDef kSlice = with_lowering(&kSliceLowering, OpDef{"Slice",
-                   1,
-                   5,
-                   1,
-                   1,
-                   types_slice,
-                   [](ShapeCtx& c) {
-                     std::array<const Tensor*, 4> v{};
-                     for (size_t i = 1; i < 5; ++i)
-                       if (c.has(i)) v[i - 1] = &c.require_value(i);
-                     c.out[0] = slice_window(c.shape(0), c.attrs(), v).out;
-                   },
-                   [](KernelCtx& c) {
-                     std::array<const Tensor*, 4> v{};
-                     for (size_t i = 1; i < 5; ++i)
-                       if (c.has(i)) v[i - 1] = &c.in[i];
-                     const Tensor& x = c.in[0];
-                     const Window w = slice_window(x.shape(), c.attrs(), v);
-                     const Shape st = strides_of(x.shape());
-                     int64_t base = 0;
-                     Shape stride(st.size());
-                     for (size_t d = 0; d < st.size(); ++d) {
-                       base += w.start[d] * st[d];
-                       stride[d] = w.step[d] * st[d];
-                     }
-                     strided_copy(x, c.out[0], base, stride);
-                   }});
+const OpDef kSlice = with_lowering(
+    &kSliceLowering,
+    OpDef{"Slice", 1, 5, 1, 1, types_slice,
+          [](ShapeCtx& c) {
+            std::array<const Tensor*, 4> v{};
+            for (size_t i = 1; i < 5; ++i)
+              if (c.has(i)) v[i - 1] = &c.require_value(i);
+            Shape out;
+            for (const SliceAxis& a : slice_params(c.node, c.shape(0), v[0], v[1], v[2], v[3]))
+              out.push_back(a.count);
+            c.out[0] = std::move(out);
+          },
+          [](KernelCtx& c) {
+            std::array<const Tensor*, 4> v{};
+            for (size_t i = 1; i < 5; ++i)
+              if (c.has(i)) v[i - 1] = &c.in[i];
+            const Tensor& x = c.in[0];
+            const std::vector<SliceAxis> axes =
+                slice_params(c.node, x.shape(), v[0], v[1], v[2], v[3]);
+            const Shape st = strides_of(x.shape());
+            int64_t base = 0;
+            Shape stride(st.size());
+            for (size_t d = 0; d < st.size(); ++d) {
+              base += axes[d].start * st[d];
+              stride[d] = axes[d].step * st[d];
+            }
+            strided_copy(x, c.out[0], base, stride);
+          }});
 
 }  // namespace sgraph::ops

@@ -8,13 +8,14 @@
 
 #include "ops/grad.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
 
 void shapes_softmax(ShapeCtx& c) {
   SG_CHECK(c.rank(0) >= 1) << "input must have rank >= 1, got a scalar";
-  normalize_axis(c.attrs().get_int("axis", -1), c.rank(0));
+  op_axis(c.node, c.shape(0).size());
   shapes_same_as_input0(c);
 }
 
@@ -88,7 +89,7 @@ template <bool Log>
 void run_softmax(KernelCtx& c) {
   const Tensor& x = c.in[0];
   if (x.numel() == 0) return;
-  const int64_t axis = normalize_axis(c.attrs().get_int("axis", -1), x.rank());
+  const int64_t axis = op_axis(c.node, x.shape().size());
   const auto [outer, n, inner] = split_at_axis(x.shape(), axis);
   visit_float(x.dtype(), [&]<class T>() {
     if (inner == 1)
@@ -102,7 +103,7 @@ void run_softmax(KernelCtx& c) {
 // LogSoftmax dx = dy - exp(y) * s(dy).
 void grad_softmax(GradCtx& c) {
   const ValueId y = c.out(0), dy = c.dout(0);
-  const int64_t axis = normalize_axis(c.attrs().get_int("axis", -1), c.rank(y));
+  const int64_t axis = op_axis(c.node, c.dims(y).size());
   const Attributes along{{"axes", Ints{axis}}, {"keepdims", int64_t{1}}};
   if (c.node.op == OpKind::Softmax)
     c.set(0, c.b.mul(y, c.b.sub(dy, c.b.reduce_sum(c.b.mul(dy, y), along))));
@@ -114,9 +115,11 @@ void grad_softmax(GradCtx& c) {
 
 extern const Lowering kSoftmaxLowering;  // softmax_jit.cpp
 extern const OpDef kSoftmax, kLogSoftmax;
-const OpDef kSoftmax = with_lowering(&kSoftmaxLowering, with_grad(
-    grad_softmax, {"Softmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<false>}));
-const OpDef kLogSoftmax = with_lowering(&kSoftmaxLowering, with_grad(
-    grad_softmax, {"LogSoftmax", 1, 1, 1, 1, types_float_same, shapes_softmax, run_softmax<true>}));
+const OpDef kSoftmax = with_lowering(
+    &kSoftmaxLowering, with_grad(grad_softmax, {"Softmax", 1, 1, 1, 1, types_float_same,
+                                                shapes_softmax, run_softmax<false>}));
+const OpDef kLogSoftmax = with_lowering(
+    &kSoftmaxLowering, with_grad(grad_softmax, {"LogSoftmax", 1, 1, 1, 1, types_float_same,
+                                                shapes_softmax, run_softmax<true>}));
 
 }  // namespace sgraph::ops

@@ -5,25 +5,26 @@
 
 #include "ops/grad.h"
 #include "ops/op.h"
-#include "ops/transpose.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 
-Ints transpose_perm(const Attributes& attrs, int64_t rank) {
-  if (!attrs.has("perm")) {
+Ints transpose_perm(const Node& n, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  if (!n.attrs.has("perm")) {
     Ints p(rank);
-    for (int64_t d = 0; d < rank; ++d) p[d] = rank - 1 - d;
+    for (int64_t d = 0; d < r; ++d) p[d] = r - 1 - d;
     return p;
   }
-  const Ints& p = attrs.get_ints("perm");
+  const Ints& p = n.attrs.get_ints("perm");
   std::vector<bool> seen(rank, false);
-  bool ok = static_cast<int64_t>(p.size()) == rank;
+  bool ok = p.size() == rank;
   for (size_t i = 0; ok && i < p.size(); ++i) {
-    ok = p[i] >= 0 && p[i] < rank && !seen[p[i]];
+    ok = p[i] >= 0 && p[i] < r && !seen[p[i]];
     if (ok) seen[p[i]] = true;
   }
-  SG_CHECK(ok) << "perm " << shape_str(p) << " is not a permutation of 0.." << rank - 1
-               << " (input rank " << rank << ")";
+  SG_CHECK(ok) << "perm " << shape_str(p) << " is not a permutation of 0.." << r - 1
+               << " (input rank " << r << ")";
   return p;
 }
 
@@ -31,7 +32,7 @@ namespace {
 
 void shapes_transpose(ShapeCtx& c) {
   const Shape& in = c.shape(0);
-  const Ints perm = transpose_perm(c.attrs(), c.rank(0));
+  const Ints perm = transpose_perm(c.node, in.size());
   Shape out(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) out[d] = in[perm[d]];
   c.out[0] = std::move(out);
@@ -59,7 +60,7 @@ void run_transpose(KernelCtx& c) {
   const Tensor& x = c.in[0];
   Tensor& y = c.out[0];
   if (y.numel() == 0) return;
-  const Ints perm = transpose_perm(c.attrs(), x.rank());
+  const Ints perm = transpose_perm(c.node, x.shape().size());
   const Shape in_strides = strides_of(x.shape());
   // Output dims as (size, input stride), size-1 dims dropped, input-adjacent dims merged.
   Shape shape, strides;
@@ -91,7 +92,7 @@ void run_transpose(KernelCtx& c) {
 
 // dx = Transpose(dy) by the inverse permutation.
 void grad_transpose(GradCtx& c) {
-  const Ints perm = transpose_perm(c.attrs(), c.rank(c.in(0)));
+  const Ints perm = transpose_perm(c.node, c.dims(c.in(0)).size());
   Ints inverse(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) inverse[perm[d]] = static_cast<int64_t>(d);
   c.set(0, c.b.transpose(c.dout(0), Attributes{{"perm", inverse}}));
@@ -101,9 +102,8 @@ void grad_transpose(GradCtx& c) {
 
 extern const Lowering kTransposeLowering;  // transpose_jit.cpp
 extern const OpDef kTranspose;
-const OpDef kTranspose =
-    with_lowering(&kTransposeLowering,
-                  with_grad(grad_transpose, {"Transpose", 1, 1, 1, 1, types_same_as_input0,
-                                             shapes_transpose, run_transpose}));
+const OpDef kTranspose = with_lowering(
+    &kTransposeLowering, with_grad(grad_transpose, {"Transpose", 1, 1, 1, 1, types_same_as_input0,
+                                                    shapes_transpose, run_transpose}));
 
 }  // namespace sgraph::ops

@@ -1,6 +1,6 @@
 // Transpose's lowering: the output index permuted is the input's.
 #include "ops/lowering.h"
-#include "ops/transpose.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
@@ -8,7 +8,7 @@ namespace {
 llvm::Value* generate_transpose(Emitter& e, const Node& n, const Index& idx) {
   const Shape& out = e.shape(n.outputs[0]);
   const Shape& in = e.shape(n.inputs[0]);
-  const Ints perm = transpose_perm(n.attrs, static_cast<int64_t>(in.size()));
+  const Ints perm = transpose_perm(n, in.size());
   SG_CHECK(perm.size() == out.size() && in.size() == out.size())
       << node_str(n) << ": perm " << shape_str(perm) << " does not fit shape " << shape_str(in);
   Index in_idx(out.size());

@@ -131,9 +131,20 @@ Value* emit_hard_swish(ElementCtx& c, Operands x) {
   Value* v = c.b.CreateFAdd(c.b.CreateFDiv(x[0], c.constant(6)), c.constant(0.5));
   return c.b.CreateFMul(x[0], clamp_like_std(c, v, c.constant(0), c.constant(1)));
 }
+// HardSigmoid's and LeakyRelu's attributes with their ONNX defaults, for the emitter and the
+// kernel.
+struct AlphaBeta {
+  double alpha, beta;
+};
+AlphaBeta hard_sigmoid_params(const Attributes& a) {
+  return {a.get_float("alpha", 0.2), a.get_float("beta", 0.5)};
+}
+double leaky_relu_alpha(const Attributes& a) { return a.get_float("alpha", 0.01); }
+
 Value* emit_hard_sigmoid(ElementCtx& c, Operands x) {
-  Value* v = c.b.CreateFMul(c.constant(c.attrs().get_float("alpha", 0.2)), x[0]);
-  v = c.b.CreateFAdd(v, c.constant(c.attrs().get_float("beta", 0.5)));
+  const auto [alpha, beta] = hard_sigmoid_params(c.attrs());
+  Value* v = c.b.CreateFMul(c.constant(alpha), x[0]);
+  v = c.b.CreateFAdd(v, c.constant(beta));
   return clamp_like_std(c, v, c.constant(0), c.constant(1));
 }
 
@@ -152,7 +163,7 @@ Value* emit_relu(ElementCtx& c, Operands x) {
   return c.b.CreateSelect(pos, x[0], zero);
 }
 Value* emit_leaky_relu(ElementCtx& c, Operands x) {
-  Value* neg = c.b.CreateFMul(c.constant(c.attrs().get_float("alpha", 0.01)), x[0]);
+  Value* neg = c.b.CreateFMul(c.constant(leaky_relu_alpha(c.attrs())), x[0]);
   return c.b.CreateSelect(c.b.CreateFCmpOGE(x[0], c.constant(0)), x[0], neg);
 }
 // x < lo ? lo : (x > hi ? hi : x), an absent bound never applying.
@@ -277,7 +288,7 @@ extern const OpDef kLeakyRelu;
 const OpDef kLeakyRelu = with_element(
     emit_leaky_relu,
     {"LeakyRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-       const double alpha = c.attrs().get_float("alpha", 0.01);
+       const double alpha = leaky_relu_alpha(c.attrs());
        map_float(c, [alpha](auto x) -> decltype(x) {
          return x >= 0 ? x : static_cast<decltype(x)>(alpha) * x;
        });
@@ -287,9 +298,8 @@ extern const OpDef kHardSigmoid;
 const OpDef kHardSigmoid = with_element(
     emit_hard_sigmoid,
     {"HardSigmoid", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-       const double alpha = c.attrs().get_float("alpha", 0.2);
-       const double beta = c.attrs().get_float("beta", 0.5);
-       map_float(c, [=](auto x) -> decltype(x) {
+       const AlphaBeta p = hard_sigmoid_params(c.attrs());
+       map_float(c, [alpha = p.alpha, beta = p.beta](auto x) -> decltype(x) {
          using T = decltype(x);
          const T v = static_cast<T>(alpha) * x + static_cast<T>(beta);
          return std::max(T(0), std::min(T(1), v));
