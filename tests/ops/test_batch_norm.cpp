@@ -55,8 +55,8 @@ TEST_CASE("BatchNormalization: errors") {
 
 SG_LOWERING_SAMPLE(BatchNormalization, rank_3) {
   const ValueId x = s.input(DType::f32, {2, 3, n});
-  const ValueId scale = s.b.constant("scale", random_f32({3}, 2, 0.5f, 1.5f));
-  const ValueId bias = s.b.constant("bias", random_f32({3}, 3));
-  const ValueId mean = s.b.constant("mean", random_f32({3}, 4));
+  const ValueId scale = s.b.constant("", random_f32({3}, 2, 0.5f, 1.5f));
+  const ValueId bias = s.b.constant("", random_f32({3}, 3));
+  const ValueId mean = s.b.constant("", random_f32({3}, 4));
   s.output(s.b.batch_normalization(x, scale, bias, mean, s.input(DType::f32, {3}, 0.1f, 2)));
 }

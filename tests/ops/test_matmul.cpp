@@ -207,7 +207,7 @@ SG_LOWERING_SAMPLE(MatMul, batched) {
 SG_LOWERING_SAMPLE(Gemm, trans_b_alpha_bias) {
   s.rtol = 1e-4, s.atol = 1e-5;
   const ValueId a = s.input(DType::f32, {n, 6});
-  const ValueId w = s.b.constant("w", random_f32({4, 6}, 2));
+  const ValueId w = s.b.constant("", random_f32({4, 6}, 2));
   s.output(
       s.b.gemm(a, w, s.input(DType::f32, {4}), Attributes{{"transB", int64_t{1}}, {"alpha", 0.5}}));
 }
