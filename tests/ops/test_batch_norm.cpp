@@ -1,4 +1,5 @@
 // BatchNormalization (inference form): hand-computed values and the training-mode errors.
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -48,4 +49,14 @@ TEST_CASE("BatchNormalization: errors") {
                  "rank >= 2"));
   CHECK(contains(op_error(OpKind::BatchNormalization, {Tensor(DType::i32, {1, 2}), p, p, p, p}),
                  "must be a float tensor"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(BatchNormalization, rank_3) {
+  const ValueId x = s.input(DType::f32, {2, 3, n});
+  const ValueId scale = s.b.constant("", random_f32({3}, 2, 0.5f, 1.5f));
+  const ValueId bias = s.b.constant("", random_f32({3}, 3));
+  const ValueId mean = s.b.constant("", random_f32({3}, 4));
+  s.output(s.b.batch_normalization(x, scale, bias, mean, s.input(DType::f32, {3}, 0.1f, 2)));
 }

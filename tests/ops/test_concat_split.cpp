@@ -4,6 +4,7 @@
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -145,4 +146,16 @@ TEST_CASE("Split: errors") {
       contains(op_error(OpKind::Split, {x}, {{"num_outputs", int64_t{2}}}, 3), "num_outputs is 2"));
   CHECK(contains(op_error(OpKind::Split, {x}, {}, 4), "cannot split a dimension of 5 into 4"));
   CHECK(contains(op_error(OpKind::Split, {x}, axis(1), 2), "out of range"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Concat, last_axis) {
+  const ValueId a = s.input(DType::f32, {n, 2}), c = s.input(DType::f32, {n, 3});
+  s.output(s.b.concat(a, c, Attributes{{"axis", int64_t{-1}}}));
+}
+
+SG_LOWERING_SAMPLE(Concat, first_axis_i32) {
+  const ValueId a = s.input(DType::i32, {n, 3}, -100, 100), c = s.input(DType::i32, {2, 3});
+  s.output(s.b.concat(a, c, a, Attributes{{"axis", int64_t{0}}}));
 }

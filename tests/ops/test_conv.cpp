@@ -1,6 +1,7 @@
 // Conv and ConvTranspose: hand-computed cases per attribute, and random 1-D/2-D/3-D inputs
 // against naive direct loops written here (a gather loop for Conv, a scatter loop for
 // ConvTranspose), independent of the im2col/GEMM/col2im kernels.
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -305,4 +306,20 @@ TEST_CASE("ConvTranspose: errors") {
   CHECK(contains(op_error(OpKind::ConvTranspose, {x, Tensor(DType::f32, {3, 1, 1})},
                           {{"output_padding", Ints{-1}}}),
                  "output_padding values must be >= 0"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Conv, direct_3x3) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  const ValueId x = s.input(DType::f32, {1, 2, n, 5});
+  s.output(s.b.conv(x, s.b.constant("", random_f32({3, 2, 3, 3}, 2)),
+                    s.b.constant("", random_f32({3}, 3)), Attributes{{"pads", Ints{1, 1, 1, 1}}}));
+}
+
+SG_LOWERING_SAMPLE(Conv, gemm_strided) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  const ValueId x = s.input(DType::f32, {1, 5, n, 4});
+  s.output(s.b.conv(x, s.b.constant("", random_f32({4, 5, 3, 3}, 2)),
+                    Attributes{{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 1}}}));
 }

@@ -4,6 +4,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xview.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -89,4 +90,22 @@ TEST_CASE("Gather: errors") {
                  "expected one of i32 i64"));
   CHECK(contains(op_error(OpKind::Gather, {Tensor::scalar(1.0f), Tensor::scalar<int64_t>(0)}),
                  "rank >= 1"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Gather, constant_indices) {
+  const ValueId x = s.input(DType::f32, {n, 4});
+  s.output(s.b.gather(x, s.b.constant("", ints({0, -1, 0}))));
+}
+
+SG_LOWERING_SAMPLE(Gather, axis_1_2d_indices) {
+  const ValueId x = s.input(DType::f32, {n, 4});
+  const Tensor idx = Tensor::from<int64_t>({2, 2}, {3, 0, 1, -4});
+  s.output(s.b.gather(x, s.b.constant("", idx), Attributes{{"axis", int64_t{1}}}));
+}
+
+SG_LOWERING_SAMPLE(Gather, table_lookup) {
+  const ValueId table = s.b.constant("", random_f32({5, 3}, 1));
+  s.output(s.b.gather(table, s.input(DType::i64, {n}, 0, 4)));
 }

@@ -3,6 +3,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xreducer.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -131,4 +132,12 @@ TEST_CASE("LayerNormalization: user errors") {
                  "stash_type must name a float type"));
   CHECK(contains(op_error(OpKind::LayerNormalization, {Tensor::scalar<float>(1), f32({1}, {1})}),
                  "rank >= 1"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(LayerNormalization, last_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  const ValueId x = s.input(DType::f32, {3, n}, -3, 5);
+  s.output(s.b.layer_normalization(x, s.input(DType::f32, {n}, 0.5, 2), s.input(DType::f32, {n})));
 }

@@ -1,5 +1,6 @@
 // MatMul and Gemm: hand-computed cases, and random inputs against a naive element-by-element
 // reference written here (independent of the GEMM kernel).
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -194,4 +195,19 @@ TEST_CASE("Gemm: errors") {
                  "C of shape [3] cannot be broadcast to [2,4]"));
   CHECK(contains(op_error(OpKind::Gemm, {a, b, Tensor(DType::f32, {1, 2, 4})}),
                  "cannot be broadcast"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(MatMul, batched) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.matmul(s.input(DType::f32, {2, n, 8}), s.input(DType::f32, {8, 5})));
+}
+
+SG_LOWERING_SAMPLE(Gemm, trans_b_alpha_bias) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  const ValueId a = s.input(DType::f32, {n, 6});
+  const ValueId w = s.b.constant("", random_f32({4, 6}, 2));
+  s.output(
+      s.b.gemm(a, w, s.input(DType::f32, {4}), Attributes{{"transB", int64_t{1}}, {"alpha", 0.5}}));
 }

@@ -6,6 +6,7 @@
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xstrided_view.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -195,4 +196,21 @@ TEST_CASE("Pad: errors") {
       contains(op_error(OpKind::Pad, {x, ints({0, 0, 0, 0}), Tensor::scalar(1.0)}), "same dtype"));
   CHECK(contains(op_error(OpKind::Pad, {x, ints({0, 0, 0, 0}), {}, ints({1, -1})}),
                  "Pad axis 1 is repeated"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Pad, constant_value) {
+  const ValueId x = s.input(DType::f32, {n, 3});
+  s.output(s.b.pad(x, s.b.ints({1, 0, 0, 2}), s.b.scalar(0.5f)));
+}
+
+SG_LOWERING_SAMPLE(Pad, reflect) {
+  const ValueId x = s.input(DType::f32, {n, 3});
+  s.output(s.b.pad(x, s.b.ints({0, 2, 0, 1}), Attributes{{"mode", std::string("reflect")}}));
+}
+
+SG_LOWERING_SAMPLE(Pad, edge_and_crop) {
+  const ValueId x = s.input(DType::f32, {n, 3});
+  s.output(s.b.pad(x, s.b.ints({2, 1, 1, -1}), Attributes{{"mode", std::string("edge")}}));
 }

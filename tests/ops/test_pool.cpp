@@ -2,6 +2,7 @@
 // and 3-D inputs against a naive window loop written here.
 #include <limits>
 
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -231,4 +232,22 @@ TEST_CASE("GlobalAveragePool: mean over every spatial dim") {
   CHECK(contains(op_error(OpKind::GlobalAveragePool, {Tensor(DType::f32, {2, 3})}), "rank >= 3"));
   CHECK(contains(op_error(OpKind::GlobalAveragePool, {Tensor(DType::i64, {1, 1, 3})}),
                  "must be a float tensor"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(MaxPool, pads_strides) {
+  s.output(s.b.max_pool(s.input(DType::f32, {1, 2, n, 5}), Attributes{{"kernel_shape", Ints{3, 3}},
+                                                                      {"pads", Ints{1, 1, 1, 1}},
+                                                                      {"strides", Ints{2, 1}}}));
+}
+
+SG_LOWERING_SAMPLE(AveragePool, asymmetric_pads) {
+  s.output(s.b.average_pool(s.input(DType::f32, {1, 2, n, 5}),
+                            Attributes{{"kernel_shape", Ints{2, 2}}, {"pads", Ints{0, 1, 1, 0}}}));
+}
+
+SG_LOWERING_SAMPLE(GlobalAveragePool, rank_4) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.global_average_pool(s.input(DType::f32, {2, 3, n, 2})));
 }

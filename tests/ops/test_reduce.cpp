@@ -6,6 +6,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xsort.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -183,4 +184,24 @@ TEST_CASE("ReduceSum / ReduceMean / ReduceMax: user errors") {
                  "has dtype bool"));
   CHECK(contains(op_error(OpKind::ReduceMean, {Tensor(DType::f32, {2, 0})}, axes_attr({1})),
                  "empty set is undefined"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(ReduceSum, first_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.reduce_sum(s.input(DType::f32, {n, 3}), axes_attr({0}, 0)));
+}
+
+SG_LOWERING_SAMPLE(ReduceSum, i32) {
+  s.output(s.b.reduce_sum(s.input(DType::i32, {3, n}, -100, 100), axes_attr({1}, 1)));
+}
+
+SG_LOWERING_SAMPLE(ReduceMean, last_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.reduce_mean(s.input(DType::f32, {3, n}), axes_attr({-1}, 1)));
+}
+
+SG_LOWERING_SAMPLE(ReduceMax, two_axes) {
+  s.output(s.b.reduce_max(s.input(DType::f32, {2, n, 3}), axes_attr({0, 2}, 0)));
 }

@@ -1,4 +1,5 @@
 // Tests for the view ops: Identity, Reshape, Flatten, Squeeze, Unsqueeze.
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -159,4 +160,28 @@ TEST_CASE("Unsqueeze: errors") {
                  "axis 3 is out of range for rank 3"));
   CHECK(contains(test::op_error(OpKind::Unsqueeze, {x}, {{"axes", Ints{-4}}}),
                  "axis -4 is out of range"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Identity, plain) { s.output(s.b.identity(s.input(DType::f32, {n, 3}))); }
+
+SG_LOWERING_SAMPLE(Reshape, inferred_dim) {
+  s.output(s.b.reshape(s.input(DType::f32, {n, 6}), s.b.ints({2, -1})));
+}
+
+SG_LOWERING_SAMPLE(Reshape, i64) {
+  s.output(s.b.reshape(s.input(DType::i64, {2, n, 3}, -100, 100), s.b.ints({-1, 2})));
+}
+
+SG_LOWERING_SAMPLE(Flatten, axis_2) {
+  s.output(s.b.flatten(s.input(DType::f32, {n, 2, 3}), Attributes{{"axis", int64_t{2}}}));
+}
+
+SG_LOWERING_SAMPLE(Squeeze, axis_input) {
+  s.output(s.b.squeeze(s.input(DType::f32, {n, 1, 3}), s.b.ints({1})));
+}
+
+SG_LOWERING_SAMPLE(Unsqueeze, two_axes) {
+  s.output(s.b.unsqueeze(s.input(DType::f32, {n, 3}), s.b.ints({0, 2})));
 }

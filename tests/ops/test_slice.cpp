@@ -5,6 +5,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xstrided_view.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -150,4 +151,17 @@ TEST_CASE("Slice: errors") {
   CHECK(contains(op_error(OpKind::Slice, {x, Tensor::from<float>({1}, {0}), ints({1})}),
                  "expected one of"));
   CHECK(contains(op_error(OpKind::Slice, {x}), "missing required attribute 'starts'"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Slice, steps) {
+  const ValueId x = s.input(DType::f32, {n, 5});
+  s.output(s.b.slice(x, s.b.ints({0, 1}), s.b.ints({n, 5}), s.b.ints({0, 1}), s.b.ints({2, 2})));
+}
+
+SG_LOWERING_SAMPLE(Slice, negative_step) {
+  const ValueId x = s.input(DType::f32, {n, 5});
+  s.output(
+      s.b.slice(x, s.b.ints({-1, -2}), s.b.ints({kMin, 0}), s.b.ints({0, 1}), s.b.ints({-1, -2})));
 }

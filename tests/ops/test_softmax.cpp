@@ -3,6 +3,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xsort.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -108,4 +109,16 @@ TEST_CASE("Softmax / LogSoftmax: user errors") {
   CHECK(contains(op_error(OpKind::LogSoftmax, {Tensor::from<int64_t>({2}, {1, 2})}),
                  "must be a float"));
   CHECK(contains(op_error(OpKind::Softmax, {Tensor::scalar<float>(1)}), "rank >= 1"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Softmax, last_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.softmax(s.input(DType::f32, {3, n}, -5, 5)));
+}
+
+SG_LOWERING_SAMPLE(LogSoftmax, first_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.log_softmax(s.input(DType::f32, {n, 4}, -5, 5), Attributes{{"axis", int64_t{0}}}));
 }

@@ -7,6 +7,7 @@
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xmanipulation.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -171,4 +172,18 @@ TEST_CASE("Expand: errors") {
                  "expected one of"));
   CHECK(
       contains(test::op_error(OpKind::Expand, {x, ints({1LL << 32, 1LL << 32, 3})}), "too large"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Transpose, rank_3) {
+  s.output(s.b.transpose(s.input(DType::f32, {n, 3, 2}), Attributes{{"perm", Ints{2, 0, 1}}}));
+}
+
+SG_LOWERING_SAMPLE(Transpose, default_perm_i32) {
+  s.output(s.b.transpose(s.input(DType::i32, {2, n}, -100, 100)));
+}
+
+SG_LOWERING_SAMPLE(Expand, new_and_size_1_dims) {
+  s.output(s.b.expand(s.input(DType::f32, {n, 1}), s.b.ints({2, 1, 4})));
 }

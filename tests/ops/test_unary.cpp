@@ -1,6 +1,7 @@
 // Elementwise unary ops against hand-computed values.
 #include <limits>
 
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -103,4 +104,35 @@ TEST_CASE("Unary op errors name node and op") {
   CHECK(contains(op_error(OpKind::LeakyRelu, {f32({1}, {1})}, {{"alpha", std::string("x")}}),
                  "attribute 'alpha' must be a float"));
   CHECK(contains(op_error(OpKind::Relu, {f32({1}, {1}), f32({1}, {1})}), "takes 1 inputs, got 2"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+SG_LOWERING_SAMPLE(Cast, f32_to_i32) {
+  s.output(s.b.cast(s.input(DType::f32, {n, 3}, -100, 100),
+                    Attributes{{"to", onnx_dtype_code(DType::i32)}}));
+}
+
+SG_LOWERING_SAMPLE(Cast, i64_to_f32) {
+  s.output(s.b.cast(s.input(DType::i64, {n}, -1000, 1000),
+                    Attributes{{"to", onnx_dtype_code(DType::f32)}}));
+}
+
+SG_LOWERING_SAMPLE(Cast, f64_to_bool) {
+  s.output(
+      s.b.cast(s.input(DType::f64, {n, 2}), Attributes{{"to", onnx_dtype_code(DType::boolean)}}));
+}
+
+SG_LOWERING_SAMPLE(Cast, bool_to_f32) {
+  s.output(s.b.cast(s.input(DType::boolean, {n}, 0, 1),
+                    Attributes{{"to", onnx_dtype_code(DType::f32)}}));
+}
+
+SG_LOWERING_SAMPLE(LeakyRelu, alpha) {
+  s.output(s.b.leaky_relu(s.input(DType::f32, {n, 3}, -3, 3), Attributes{{"alpha", 0.2}}));
+}
+
+SG_LOWERING_SAMPLE(HardSigmoid, alpha_beta) {
+  s.output(s.b.hard_sigmoid(s.input(DType::f32, {n, 3}, -5, 5),
+                            Attributes{{"alpha", 0.3}, {"beta", 0.4}}));
 }
