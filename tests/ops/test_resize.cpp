@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -504,4 +505,19 @@ TEST_CASE("Resize: random bilinear and bicubic images, scales and sizes, against
     check_close(with_scales(x, {1, 1, 0.5f, 0.4f}, attrs_of(s)), want.shape, want.values, 1e-5,
                 1e-5);
   }
+}
+
+// Samples for the generated JIT lowering test (tests/jit/test_op_lowerings.cpp).
+SG_LOWERING_SAMPLE(Resize, nearest_up) {
+  const ValueId x = s.input(DType::f32, {1, 2, n, 3});
+  const ValueId scales = s.b.constant("", Tensor::from<float>({4}, {1, 1, 2, 1.5f}));
+  s.output(s.b.node(OpKind::Resize, {x, kNoValue, scales}, {{"mode", std::string("nearest")}})[0]);
+}
+
+SG_LOWERING_SAMPLE(Resize, linear_by_sizes) {
+  const ValueId x = s.input(DType::f32, {2, n, 4});
+  const ValueId sizes = s.b.ints({2, std::max<int64_t>(1, n / 2), 7});
+  s.output(s.b.node(OpKind::Resize, {x, kNoValue, kNoValue, sizes},
+                    {{"mode", std::string("linear")},
+                     {"coordinate_transformation_mode", std::string("align_corners")}})[0]);
 }
