@@ -10,9 +10,9 @@
 #include <mutex>
 #include <vector>
 
+#include "jit/parallel.h"
 #include "ops/gemm_kernel.h"
 #include "roofline.h"
-#include "jit/parallel.h"
 
 namespace sgraph::bench {
 namespace {

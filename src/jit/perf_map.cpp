@@ -12,8 +12,8 @@
 #include <mutex>
 #include <string_view>
 
-#include "jit/jit_impl.h"
 #include "ir/debug.h"
+#include "jit/jit_impl.h"
 
 namespace sgraph::jit {
 namespace {

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "jit/jit.h"
-#include "runtime/interpreter.h"
 #include "jit/parallel.h"
+#include "runtime/interpreter.h"
 #include "runtime/region_builder.h"
 
 namespace sgraph {

@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/debug.h"
+#include "jit/parallel.h"
 #include "jit/region_compiler.h"
 #include "ops/op.h"
-#include "ir/debug.h"
 #include "runtime/executable_graph.h"
 #include "runtime/interpreter.h"
 #include "runtime/op_profiler.h"
-#include "jit/parallel.h"
 #include "runtime/region_builder.h"
 #include "runtime/shape_tracker.h"
 #include "runtime/subgraph_sessions.h"

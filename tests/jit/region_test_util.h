@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "jit/parallel.h"
 #include "jit/region_compiler.h"
 #include "runtime/interpreter.h"
-#include "jit/parallel.h"
 #include "test_util.h"
 
 namespace sgraph::test::region {

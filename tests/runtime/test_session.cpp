@@ -43,15 +43,15 @@ TEST_CASE("Session: the same shapes every run leave every op stable, both region
   s.run({random_f32({3, 4}, 2)});
   const Report r = s.report();
   for (const OpReport& o : r.ops) CHECK(o.stable);
-  // The Resize splits the graph: {w_t, w_scaled} and {fc, bias, y}.
+  // The ReduceMin splits the graph: {w_t, w_scaled} and {fc, bias, y}.
   REQUIRE(r.regions.size() == 2);
   CHECK(r.regions[0].nodes == std::vector<std::string>{"w_t", "w_scaled"});
   CHECK(r.regions[1].nodes == std::vector<std::string>{"fc", "bias", "y"});
   std::vector<std::string> inputs = r.regions[1].inputs;
   std::sort(inputs.begin(), inputs.end());
-  CHECK(inputs == std::vector<std::string>{"b", "w_resized", "x"});
+  CHECK(inputs == std::vector<std::string>{"b", "w_opaque", "x"});
   CHECK(r.regions[1].outputs == std::vector<std::string>{"y"});
-  CHECK(r.steps == 3);  // two kernels and the Resize
+  CHECK(r.steps == 3);  // two kernels and the ReduceMin
   for (const RegionReport& reg : r.regions) {
     CHECK_MESSAGE(reg.compiled, reg.why_interpreted);
     CHECK(reg.compiles == 1);
