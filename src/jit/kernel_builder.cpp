@@ -130,7 +130,16 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
   }
   const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
 
-  // The body: one loop per dim of size > 1 (innermost last); the outermost over [begin, end).
+  emit_loops(bfn, s, outer, block, body, unroll);
+  emit_nest_entry(nest, bfn);
+  b_.restoreIP(in_kernel);
+}
+
+// The body of a nest over `s`: one loop per dim of size > 1 (innermost last), the outermost
+// (`outer`, split into blocks of `block`) over [begin, end), body(idx) at the innermost level.
+void KernelBuilder::emit_loops(llvm::Function* bfn, const Shape& s, size_t outer, int64_t block,
+                               const Body& body, bool unroll) {
+  llvm::Type* i64t = b_.getInt64Ty();
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", bfn));
   ptrs_.assign(slots_.size(), nullptr);
   for (size_t i = 0; i < slots_.size(); ++i) ptrs_[i] = bfn->getArg(static_cast<unsigned>(i));
@@ -185,10 +194,13 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
   b_.CreateRetVoid();
   ptrs_.clear();
   cache_.clear();
+}
 
-  // The nest: load the pointers the body uses, call the body. Only those are noalias (the others
-  // are passed as poison): in a region of hundreds of buffers, noalias pointers the body does not
-  // use would each become an alias scope to track once inlined, in every nest.
+// The nest: loads the pointers the body uses and calls the body. Only those are noalias (the
+// others are passed as poison): in a region of hundreds of buffers, noalias pointers the body does
+// not use would each become an alias scope to track once inlined, in every nest.
+void KernelBuilder::emit_nest_entry(llvm::Function* nest, llvm::Function* bfn) {
+  llvm::Type* ptr = b_.getPtrTy();
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", nest));
   std::vector<Value*> args;
   std::vector<llvm::AttributeSet> param_attrs(slots_.size() + 2);
@@ -217,7 +229,6 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
   args.push_back(nest->getArg(2));
   b_.CreateCall(bfn, args);
   b_.CreateRetVoid();
-  b_.restoreIP(in_kernel);
 }
 
 void KernelBuilder::emit_output_nest(ValueId v) {

@@ -77,6 +77,9 @@ class KernelBuilder final : public ops::Emitter {
   int add_slot(llvm::Type* t, bool input, bool output);
   llvm::Value* ptr(int slot) const;
   void allocate_heap();
+  void emit_loops(llvm::Function* bfn, const Shape& s, size_t outer, int64_t block,
+                  const Body& body, bool unroll);
+  void emit_nest_entry(llvm::Function* nest, llvm::Function* bfn);
   void emit_output_nest(ValueId v);
   llvm::Value* compute(const Node& n, const Index& idx);
   llvm::Value* address(ValueId v, llvm::Value* off);
