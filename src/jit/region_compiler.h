@@ -37,9 +37,6 @@ namespace sgraph::jit {
 // lowering's why_not, an element emitter that does not handle the node's dtypes, several outputs,
 // an unsupported dtype); "" when it can. Needs only the graph's dtypes and constants, not shapes.
 std::string why_not_compilable(const Graph& g, const Region& r);
-inline bool can_compile(const Graph& g, const Region& r) {
-  return why_not_compilable(g, r).empty();
-}
 
 struct CompiledRegion {
   Jit::Kernel kernel;         // kernel.fn is nullptr when the region was not compiled
