@@ -19,7 +19,7 @@ void KernelBuilder::coalesce(ValueId v) {
   const Shape s = shape(v);
   std::vector<ValueId> cone, todo = {v};
   std::map<ValueId, Shape> channel;  // per-channel operands, as [1, C, 1...] of their node's rank
-  std::vector<bool> seen(g_.values.size(), false);
+  std::vector<bool> seen(graph.values.size(), false);
   while (!todo.empty()) {
     const ValueId u = todo.back();
     todo.pop_back();
@@ -27,7 +27,7 @@ void KernelBuilder::coalesce(ValueId v) {
     seen[u] = true;
     cone.push_back(u);
     if (producer_[u] < 0 || held(u)) continue;
-    const Node& n = g_.nodes[producer_[u]];
+    const Node& n = graph.nodes[producer_[u]];
     const ops::Lowering* lowering = ops::op_def(n.op).lowering;
     const auto channel_operand = [&](size_t i) {
       return lowering && lowering->per_channel && lowering->per_channel(n, i);

@@ -15,7 +15,7 @@ using ops::node_str;
 
 KernelBuilder::KernelBuilder(const Graph& g, const Region& r, const std::vector<Shape>& shapes,
                              llvm::Module& m)
-    : ops::Emitter(b_, g), g_(g), r_(r), shapes_(shapes), ctx_(m.getContext()), m_(m), b_(ctx_) {
+    : ops::Emitter(b_, g), r_(r), shapes_(shapes), ctx_(m.getContext()), m_(m), b_(ctx_) {
   producer_.assign(g.values.size(), -1);
   for (int32_t n : r.nodes) producer_[g.nodes[n].outputs[0]] = n;
   slot_of_.assign(g.values.size(), -1);
@@ -29,9 +29,9 @@ void KernelBuilder::build(const std::string& name) {
   kernel_->addFnAttr(llvm::Attribute::NoUnwind);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel_));
   for (ValueId v : r_.inputs)
-    slot_of_[v] = add_slot(memory_type(ctx_, g_.values[v].dtype), true, false);
+    slot_of_[v] = add_slot(memory_type(ctx_, graph.values[v].dtype), true, false);
   for (ValueId v : r_.outputs) {
-    llvm::Type* t = memory_type(ctx_, g_.values[v].dtype);
+    llvm::Type* t = memory_type(ctx_, graph.values[v].dtype);
     slot_of_[v] = add_slot(t, false, true);
     const auto bytes =
         numel(shapes_.at(v)) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
@@ -42,8 +42,8 @@ void KernelBuilder::build(const std::string& name) {
   // region's (topological) node order, then one per output.
   std::vector<const Node*> mat_nodes;
   for (int32_t i : r_.nodes)
-    if (const ops::Lowering* l = ops::op_def(g_.nodes[i].op).lowering; l && l->materialise)
-      mat_nodes.push_back(&g_.nodes[i]);
+    if (const ops::Lowering* l = ops::op_def(graph.nodes[i].op).lowering; l && l->materialise)
+      mat_nodes.push_back(&graph.nodes[i]);
   for (const Node* n : mat_nodes)
     if (const ops::Lowering* l = ops::op_def(n->op).lowering; l->allocate) l->allocate(*this, *n);
   allocate_heap();
@@ -62,7 +62,7 @@ void KernelBuilder::build(const std::string& name) {
   }
   for (ValueId out : r_.outputs) {
     SG_ASSERT(producer_[out] >= 0)
-        << "region output '" << g_.values[out].name << "' is not made by a node of the region";
+        << "region output '" << graph.values[out].name << "' is not made by a node of the region";
     emit_output_nest(out);
   }
   b_.CreateRetVoid();
@@ -87,7 +87,7 @@ const Shape& KernelBuilder::shape(ValueId v) const {
 
 const Shape& KernelBuilder::planned_shape(ValueId v) const {
   SG_CHECK(static_cast<size_t>(v) < shapes_.size())
-      << "no shape given for value '" << g_.values[v].name << "'";
+      << "no shape given for value '" << graph.values[v].name << "'";
   return shapes_[v];
 }
 
@@ -249,7 +249,7 @@ Value* KernelBuilder::element(ValueId v, const Index& idx) {
   else if (producer_[v] < 0)
     x = load(v, offset_of(idx, shape(v)));
   else
-    x = compute(g_.nodes[producer_[v]], idx);
+    x = compute(graph.nodes[producer_[v]], idx);
   cache_.emplace(std::move(key), x);
   return x;
 }
@@ -281,7 +281,7 @@ Value* KernelBuilder::compute(const Node& n, const Index& idx) {
   const ops::Lowering* lowering = def.lowering;
   if (lowering && lowering->generate) return lowering->generate(*this, n, idx);
   const Shape& out = shape(n.outputs[0]);
-  const std::vector<DType> in = ops::operand_dtypes(g_, n);
+  const std::vector<DType> in = ops::operand_dtypes(graph, n);
   std::vector<Value*> operands(n.inputs.size(), nullptr);
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] == kNoValue) continue;
@@ -290,19 +290,20 @@ Value* KernelBuilder::compute(const Node& n, const Index& idx) {
                                                : broadcast_index(n, idx, out, shape(n.inputs[i])));
   }
   SG_ASSERT(def.element) << node_str(n) << ": neither an element generator nor an emitter";
-  ops::ElementCtx c{b_, n, in, g_.values[n.outputs[0]].dtype};
+  ops::ElementCtx c{b_, n, in, graph.values[n.outputs[0]].dtype};
   Value* x = def.element(c, operands);
   SG_ASSERT(x) << node_str(n) << ": its element emitter declined after the probe accepted it";
   return x;
 }
 
 Value* KernelBuilder::address(ValueId v, Value* off) {
-  SG_ASSERT(slot_of_[v] >= 0) << "value '" << g_.values[v].name << "' has no buffer in the region";
-  return b_.CreateInBoundsGEP(memory_type(ctx_, g_.values[v].dtype), ptr(slot_of_[v]), off);
+  SG_ASSERT(slot_of_[v] >= 0) << "value '" << graph.values[v].name
+                              << "' has no buffer in the region";
+  return b_.CreateInBoundsGEP(memory_type(ctx_, graph.values[v].dtype), ptr(slot_of_[v]), off);
 }
 
 Value* KernelBuilder::load(ValueId v, Value* off) {
-  const ValueInfo& info = g_.values[v];
+  const ValueInfo& info = graph.values[v];
   if (info.initializer.defined() && info.initializer.numel() == 1)
     return constant(info.initializer);  // one-element constants are folded into the code
   llvm::Type* t = memory_type(ctx_, info.dtype);
@@ -311,7 +312,7 @@ Value* KernelBuilder::load(ValueId v, Value* off) {
 }
 
 void KernelBuilder::store(ValueId v, Value* off, Value* x) {
-  const DType t = g_.values[v].dtype;
+  const DType t = graph.values[v].dtype;
   if (t == DType::boolean) x = b_.CreateZExt(x, memory_type(ctx_, t));
   b_.CreateAlignedStore(x, address(v, off), llvm::Align(dtype_size(t)));
 }
@@ -341,7 +342,8 @@ Value* KernelBuilder::f64_array(const std::vector<double>& v) {
 }
 
 Value* KernelBuilder::frame_pointer(ValueId v) {
-  SG_ASSERT(slot_of_[v] >= 0) << "value '" << g_.values[v].name << "' has no buffer in the region";
+  SG_ASSERT(slot_of_[v] >= 0) << "value '" << graph.values[v].name
+                              << "' has no buffer in the region";
   return kernel_ptrs_.at(slot_of_[v]);
 }
 

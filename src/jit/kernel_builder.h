@@ -46,7 +46,7 @@ class KernelBuilder final : public ops::Emitter {
   const Shape& shape(ValueId v) const override;
   bool merged(ValueId v) const override { return coalesced_.count(v) > 0; }
   const Node* producer(ValueId v) const override {
-    return producer_[v] < 0 ? nullptr : &g_.nodes[producer_[v]];
+    return producer_[v] < 0 ? nullptr : &graph.nodes[producer_[v]];
   }
   llvm::Value* element(ValueId v, const Index& idx) override;
   llvm::Value* element_at_offset(ValueId v, llvm::Value* off) override;
@@ -88,7 +88,6 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Value* constant(const Tensor& t);
   void coalesce(ValueId v);  // coalesce.cpp
 
-  const Graph& g_;
   const Region& r_;
   const std::vector<Shape>& shapes_;
   llvm::LLVMContext& ctx_;

@@ -412,18 +412,18 @@ void fill_outside(T* dst, const Shape& out, const std::vector<AxisTable>& t, T v
 
 }  // namespace
 
+ResizeMode resize_mode(const Attributes& a) {
+  const Options o = options(a);
+  return {o.mode == Mode::nearest, o.antialias, o.coord == Coord::tf_crop_and_resize,
+          o.extrapolation};
+}
+
 ResizeParams resize_params(const Attributes& a, const Shape& in, const Tensor* roi,
                            const Tensor* scales, const Tensor* sizes) {
+  const auto given = [](const Tensor* t) { return t && t->numel() > 0 ? t : nullptr; };
   const Options o = options(a);
-  const Plan p = make_plan(in, o, a, scales, sizes);
-  ResizeParams r;
-  r.out = p.out;
-  r.tables = axis_tables(o, in, p, roi);
-  r.nearest = o.mode == Mode::nearest;
-  r.antialias = o.antialias;
-  r.crop = o.coord == Coord::tf_crop_and_resize;
-  r.extrapolation = o.extrapolation;
-  return r;
+  const Plan p = make_plan(in, o, a, given(scales), given(sizes));
+  return {resize_mode(a), p.out, axis_tables(o, in, p, roi)};
 }
 
 // Resize(X, roi?, scales?, sizes?): exactly one of scales and sizes must be non-empty.
@@ -454,22 +454,22 @@ const OpDef kResize = with_lowering(
             c.out[0] = p.out;
           },
           [](KernelCtx& c) {
-            auto given = [&](size_t i) { return c.has(i) && c.in[i].numel() > 0; };
             const Tensor& x = c.in[0];
             Tensor& y = c.out[0];
             const ResizeParams p =
                 resize_params(c.attrs(), x.shape(), c.has(1) ? &c.in[1] : nullptr,
-                              given(2) ? &c.in[2] : nullptr, given(3) ? &c.in[3] : nullptr);
+                              c.has(2) ? &c.in[2] : nullptr, c.has(3) ? &c.in[3] : nullptr);
             const std::vector<AxisTable>& t = p.tables;
             visit_dtype(x.dtype(), [&]<class T>() {
-              if (p.nearest) {
+              if (p.mode.nearest) {
                 gather(x.data<T>(), y.data<T>(), x.shape(), y.shape(), t);
               } else if constexpr (std::is_floating_point_v<T>) {
                 interpolate<T>(x, y, t);
               } else {
                 SG_ASSERT(false) << "Resize interpolation on " << dtype_name(x.dtype());
               }
-              if (p.crop) fill_outside(y.data<T>(), y.shape(), t, value_as<T>(p.extrapolation));
+              if (p.mode.crop)
+                fill_outside(y.data<T>(), y.shape(), t, value_as<T>(p.mode.extrapolation));
             });
           }});
 

@@ -18,17 +18,23 @@ struct ResizeTable {
   bool identity = true;  // out == in and output o copies input o
 };
 
-struct ResizeParams {
-  Shape out;
-  std::vector<ResizeTable> tables;  // one per input dim
-  bool nearest = true;              // mode nearest (else linear or cubic: weighted taps)
+// What the attributes say, whatever the shapes.
+struct ResizeMode {
+  bool nearest = true;  // mode nearest (else linear or cubic: weighted taps)
   bool antialias = false;
   bool crop = false;  // tf_crop_and_resize: samples outside take `extrapolation`
   double extrapolation = 0;
 };
+ResizeMode resize_mode(const Attributes& a);
+
+struct ResizeParams {
+  ResizeMode mode;
+  Shape out;
+  std::vector<ResizeTable> tables;  // one per input dim
+};
 
 // Resize's parameters for an input of shape `in` from its attributes and inputs roi, scales and
-// sizes (nullptr when absent or empty); throws sgraph::Error (no node context) when they are bad.
+// sizes (nullptr or empty when absent); throws sgraph::Error (no node context) when they are bad.
 ResizeParams resize_params(const Attributes& a, const Shape& in, const Tensor* roi,
                            const Tensor* scales, const Tensor* sizes);
 
