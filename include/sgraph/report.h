@@ -20,9 +20,15 @@ struct OpReport {
   bool stable = true;
   int changed_at_run = 0;  // 0 when stable
   std::string change;      // what changed, e.g. "input 0 'x': [2,8] -> [5,8]"
-  int region = -1;         // region id, or -1
-  std::string reason;      // why not in a region: changed, not compilable, ...
-  int64_t median_ns = 0;   // interpreted, over the warm-up runs
+  // A changed op's shapes over the warm-up with its changing dims as symbols (Report::symbols),
+  // e.g. "x[2,seq,32] -> y[2,seq,32]"; "?" for a value whose rank changed or that some run did
+  // not make.
+  std::string symbolic_shapes;
+  // A changed op in no dynamic region: why its lowering cannot take its symbolic dims.
+  std::string why_not_dynamic;
+  int region = -1;        // region id, or -1
+  std::string reason;     // why not in a region: changed, not compilable, ...
+  int64_t median_ns = 0;  // interpreted, over the warm-up runs
   int64_t bytes_read = 0, bytes_written = 0;
   int allocations = 0;
   std::vector<std::string> inputs, outputs;  // value names, for the DOT graph
@@ -35,7 +41,13 @@ struct RegionReport {
   // Inputs the region's shapes are computed from by value (a Shape(x) vector feeding a Reshape):
   // the guard checks their values too.
   std::vector<std::string> value_guarded;
-  int64_t profiled_ns = 0;      // sum of its ops' median interpreted time
+  int64_t profiled_ns = 0;  // sum of its ops' median interpreted time
+  // Dynamic: made of changed ops, compiled once with their changing dims as symbols (named as in
+  // Report::symbols) that every call binds from its inputs' shapes; a new value of a symbol is a
+  // guard hit. Its outputs' blocks, grown to the largest shape seen: dynamic_bytes.
+  bool dynamic = false;
+  std::vector<std::string> symbols;
+  int64_t dynamic_bytes = 0;
   bool compiled = false;        // has a kernel
   std::string why_interpreted;  // when not compiled
   int compiles = 0;             // times this region was compiled
@@ -65,6 +77,10 @@ struct Report {
   // arena's size (the plan's peak) and the buffers' sum (what the arena would be without sharing).
   size_t arena_buffers = 0;
   int64_t arena_bytes = 0, arena_unshared_bytes = 0;
+  int64_t dynamic_bytes = 0;  // dynamic regions' output blocks (RegionReport::dynamic_bytes)
+  // The symbols of the dims that changed during warm-up, with their values in each run, e.g.
+  // "seq = 8,17,5" (see OpReport::symbolic_shapes).
+  std::vector<std::string> symbols;
   std::vector<OpReport> ops;
   std::vector<RegionReport> regions;
   // Subgraphs of control-flow ops (If branches) run so far: each is served by a Session of its

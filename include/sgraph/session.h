@@ -5,6 +5,15 @@
 // never changed are stable, and connected stable compilable ops are grouped into regions (the
 // JIT compiles one fused kernel per region). report() says what was decided and why.
 //
+// The second tier (SessionOptions::dynamic): a changed op's dims that changed during warm-up are
+// symbols (dims equal in every run are one symbol; see ShapeTracker), and connected changed ops
+// whose lowerings take symbolic dims form dynamic regions, compiled once: each call binds the
+// symbols from the region's input shapes, so a new value of a symbol runs the same kernel (a
+// guard hit); only a static dim that differs, or a broken relation between dims, misses and
+// falls back to the interpreter. Stable and changed ops never share a region. Today the dynamic
+// tier compiles elementwise ops with broadcasting; the others stay interpreted, with the reason
+// in OpReport::why_not_dynamic.
+//
 // CompileMode::per_signature is the baseline of per-signature compilers (XLA-style) for
 // comparison: each new set of input shapes is interpreted once, then the whole graph is compiled
 // for those shapes (every compilable op in a region, every region compiled afresh, no kernel
@@ -35,6 +44,10 @@ struct SessionOptions {
   // smaller last batch) keeps the kernel and just falls back for that call.
   int max_guard_misses = 4;
   bool jit = true;  // compile regions (else they are planned but interpreted)
+  // The second tier: changed ops whose changing dims the warm-up saw as symbols join dynamic
+  // regions, compiled once for every value of those symbols (see Report's RegionReport::dynamic).
+  // False: changed ops are interpreted.
+  bool dynamic = true;
   int threads = 0;  // max threads per region kernel; 0 = hardware concurrency
   CompileMode mode = CompileMode::profile_guided;  // per_signature: no warm-up, no re-plans
 };

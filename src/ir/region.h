@@ -15,6 +15,9 @@ struct Region {
   // (graph inputs, constants, other nodes' outputs). Outputs: produced by a member and read by a
   // non-member or a graph output.
   std::vector<ValueId> inputs, outputs;
+  // Its nodes changed shapes during warm-up: compiled with their changing dims as symbols the
+  // kernel takes at run time (see ir/sym_shape.h); else every shape is static.
+  bool dynamic = false;
 };
 
 }  // namespace sgraph

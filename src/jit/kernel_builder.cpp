@@ -33,11 +33,17 @@ void KernelBuilder::build(const std::string& name) {
   for (ValueId v : r_.outputs) {
     llvm::Type* t = memory_type(ctx_, graph.values[v].dtype);
     slot_of_[v] = add_slot(t, false, true);
+    if (dynamic() && symbolic(v)) continue;  // (not streamed: its size is not known)
     const auto bytes =
         numel(shapes_.at(v)) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
     slots_.back().stream = bytes >= kStreamBytes;
   }
   const size_t nargs = slots_.size();
+  if (dynamic()) {  // the symbols: a table slot for the nests, loaded in the kernel for its own use
+    dims_slot_ = add_slot(b_.getInt64Ty(), true, false);
+    local_alloc_[dims_slot_] = kernel_->getArg(1);
+    load_symbols(kernel_->getArg(1), kernel_syms_);
+  }
   // Kernel-local buffers, then the pointer table, then one nest per materialised value in the
   // region's (topological) node order, then one per output.
   std::vector<const Node*> mat_nodes;
@@ -88,7 +94,28 @@ const Shape& KernelBuilder::shape(ValueId v) const {
 const Shape& KernelBuilder::planned_shape(ValueId v) const {
   SG_CHECK(static_cast<size_t>(v) < shapes_.size())
       << "no shape given for value '" << graph.values[v].name << "'";
+  // A lowering computing with a symbolic value's static shape would be silently wrong.
+  SG_ASSERT(!dynamic() || !symbolic(v))
+      << "the static shape of '" << graph.values[v].name << "' asked for in a dynamic region";
   return shapes_[v];
+}
+
+// A nest function `nest(table, begin, end)` and its body `bfn` (see kernel_builder.h).
+llvm::Function* KernelBuilder::make_nest(llvm::Function*& bfn) {
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::Type* i64t = b_.getInt64Ty();
+  const std::string nname = name_ + ".n" + std::to_string(nests_++);
+  auto* nty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64t, i64t}, false);
+  auto* nest = llvm::Function::Create(nty, llvm::Function::InternalLinkage, nname, m_);
+  nest->addFnAttr(llvm::Attribute::NoUnwind);
+  std::vector<llvm::Type*> params(slots_.size(), ptr);
+  params.push_back(i64t);
+  params.push_back(i64t);
+  bfn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
+                               llvm::Function::InternalLinkage, nname + ".body", m_);
+  bfn->addFnAttr(llvm::Attribute::AlwaysInline);
+  bfn->addFnAttr(llvm::Attribute::NoUnwind);
+  return nest;
 }
 
 void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll) {
@@ -108,17 +135,8 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
   trip /= block;
   llvm::Type* ptr = b_.getPtrTy();
   llvm::Type* i64t = b_.getInt64Ty();
-  const std::string nname = name_ + ".n" + std::to_string(nests_++);
-  auto* nty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64t, i64t}, false);
-  auto* nest = llvm::Function::Create(nty, llvm::Function::InternalLinkage, nname, m_);
-  nest->addFnAttr(llvm::Attribute::NoUnwind);
-  std::vector<llvm::Type*> params(slots_.size(), ptr);
-  params.push_back(i64t);
-  params.push_back(i64t);
-  auto* bfn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
-                                     llvm::Function::InternalLinkage, nname + ".body", m_);
-  bfn->addFnAttr(llvm::Attribute::AlwaysInline);
-  bfn->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::Function* bfn = nullptr;
+  llvm::Function* nest = make_nest(bfn);
 
   // In the kernel: run the nest, split over threads when allowed.
   if (parallel && trip > 1) {
@@ -130,19 +148,25 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
   }
   const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
 
-  emit_loops(bfn, s, outer, block, body, unroll);
+  emit_loops(
+      bfn, s.size(), [&](size_t d) { return s[d] == 1; }, [&](size_t d) { return i64(s[d]); },
+      outer, block, body, unroll);
   emit_nest_entry(nest, bfn);
   b_.restoreIP(in_kernel);
 }
 
-// The body of a nest over `s`: one loop per dim of size > 1 (innermost last), the outermost
-// (`outer`, split into blocks of `block`) over [begin, end), body(idx) at the innermost level.
-void KernelBuilder::emit_loops(llvm::Function* bfn, const Shape& s, size_t outer, int64_t block,
-                               const Body& body, bool unroll) {
+// The body of a nest over `rank` dims: one loop per dim not `unit` (innermost last), the
+// outermost (`outer`, split into blocks of `block`) over [begin, end), body(idx) at the innermost
+// level.
+void KernelBuilder::emit_loops(llvm::Function* bfn, size_t rank,
+                               const std::function<bool(size_t)>& unit,
+                               const std::function<Value*(size_t)>& bound, size_t outer,
+                               int64_t block, const Body& body, bool unroll) {
   llvm::Type* i64t = b_.getInt64Ty();
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", bfn));
   ptrs_.assign(slots_.size(), nullptr);
   for (size_t i = 0; i < slots_.size(); ++i) ptrs_[i] = bfn->getArg(static_cast<unsigned>(i));
+  if (dims_slot_ >= 0) load_symbols(ptrs_[dims_slot_], nest_syms_);
   Value* begin = bfn->getArg(static_cast<unsigned>(slots_.size()));
   Value* end = bfn->getArg(static_cast<unsigned>(slots_.size() + 1));
   struct Loop {
@@ -151,9 +175,9 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, const Shape& s, size_t outer
     Value* end;
   };
   std::vector<Loop> loops;
-  Index idx(s.size());
-  for (size_t d = 0; d < s.size(); ++d) {
-    if (s[d] == 1) {
+  Index idx(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (unit(d)) {
       idx[d] = i64(0);
       continue;
     }
@@ -164,7 +188,7 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, const Shape& s, size_t outer
     llvm::PHINode* iv = b_.CreatePHI(i64t, 2, "i" + std::to_string(d));
     iv->addIncoming(d == outer ? begin : i64(0), pre);
     idx[d] = iv;
-    loops.push_back({header, iv, d == outer ? end : i64(s[d])});
+    loops.push_back({header, iv, d == outer ? end : bound(d)});
     if (d == outer && block > 1) {  // the block's loop
       auto* inner = llvm::BasicBlock::Create(ctx_, "b" + std::to_string(d), bfn);
       b_.CreateBr(inner);
@@ -193,6 +217,7 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, const Shape& s, size_t outer
   }
   b_.CreateRetVoid();
   ptrs_.clear();
+  nest_syms_.clear();
   cache_.clear();
 }
 
@@ -232,6 +257,12 @@ void KernelBuilder::emit_nest_entry(llvm::Function* nest, llvm::Function* bfn) {
 }
 
 void KernelBuilder::emit_output_nest(ValueId v) {
+  if (dynamic()) {
+    const SymShape& s = sym_shape(v);
+    sym_loop_nest(s, /*parallel=*/true,
+                  [&](const Index& idx) { store(v, sym_offset(idx, s), element(v, idx)); });
+    return;
+  }
   coalesce(v);
   const Shape s = shape(v);
   loop_nest(s, /*parallel=*/true,
@@ -245,9 +276,9 @@ Value* KernelBuilder::element(ValueId v, const Index& idx) {
   Value* x = nullptr;
   if (auto it = held_.find(v); it != held_.end())
     x = it->second.finish(
-        b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, offset_of(idx, shape(v)))));
+        b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, value_offset(idx, v))));
   else if (producer_[v] < 0)
-    x = load(v, offset_of(idx, shape(v)));
+    x = load(v, value_offset(idx, v));
   else
     x = compute(graph.nodes[producer_[v]], idx);
   cache_.emplace(std::move(key), x);
@@ -280,20 +311,29 @@ Value* KernelBuilder::compute(const Node& n, const Index& idx) {
   const ops::OpDef& def = ops::op_def(n.op);
   const ops::Lowering* lowering = def.lowering;
   if (lowering && lowering->generate) return lowering->generate(*this, n, idx);
-  const Shape& out = shape(n.outputs[0]);
   const std::vector<DType> in = ops::operand_dtypes(graph, n);
   std::vector<Value*> operands(n.inputs.size(), nullptr);
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (n.inputs[i] == kNoValue) continue;
-    const bool channel = lowering && lowering->per_channel && lowering->per_channel(n, i);
-    operands[i] = element(n.inputs[i], channel ? channel_index(n, n.inputs[i], idx)
-                                               : broadcast_index(n, idx, out, shape(n.inputs[i])));
-  }
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i] != kNoValue) operands[i] = element(n.inputs[i], operand_index(n, i, idx));
   SG_ASSERT(def.element) << node_str(n) << ": neither an element generator nor an emitter";
   ops::ElementCtx c{b_, n, in, graph.values[n.outputs[0]].dtype};
   Value* x = def.element(c, operands);
   SG_ASSERT(x) << node_str(n) << ": its element emitter declined after the probe accepted it";
   return x;
+}
+
+// The index of operand i that output index idx reads: numpy-broadcast, or per channel.
+Index KernelBuilder::operand_index(const Node& n, size_t i, const Index& idx) {
+  if (dynamic())
+    return sym_broadcast_index(n, idx, sym_shape(n.outputs[0]), sym_shape(n.inputs[i]));
+  const ops::Lowering* lowering = ops::op_def(n.op).lowering;
+  if (lowering && lowering->per_channel && lowering->per_channel(n, i))
+    return channel_index(n, n.inputs[i], idx);
+  return broadcast_index(n, idx, shape(n.outputs[0]), shape(n.inputs[i]));
+}
+
+Value* KernelBuilder::value_offset(const Index& idx, ValueId v) {
+  return dynamic() ? sym_offset(idx, sym_shape(v)) : offset_of(idx, shape(v));
 }
 
 Value* KernelBuilder::address(ValueId v, Value* off) {

@@ -20,12 +20,14 @@
 #include <llvm/IR/Module.h>
 
 #include <any>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ir/region.h"
+#include "ir/sym_shape.h"
 #include "ops/lowering.h"
 #include "sgraph/graph.h"
 
@@ -37,6 +39,11 @@ using ops::LocalBuffer;
 class KernelBuilder final : public ops::Emitter {
  public:
   KernelBuilder(const Graph& g, const Region& r, const std::vector<Shape>& shapes, llvm::Module& m);
+  // A dynamic region's kernel (symbolic_dims.cpp): sym[v] is value v's shape, its symbols read
+  // from the kernel's `dims` argument (dims[k]: symbol k, num_symbols of them). Only elementwise
+  // ops (see why_not_dynamic in region_compiler.h).
+  KernelBuilder(const Graph& g, const Region& r, const std::vector<SymShape>& sym,
+                size_t num_symbols, llvm::Module& m);
   void build(const std::string& name);
   // Bytes of the scratch block the kernel expects after its outputs (0: none), 64-byte aligned.
   int64_t scratch_bytes() const { return heap_bytes_; }
@@ -77,8 +84,11 @@ class KernelBuilder final : public ops::Emitter {
   int add_slot(llvm::Type* t, bool input, bool output);
   llvm::Value* ptr(int slot) const;
   void allocate_heap();
-  void emit_loops(llvm::Function* bfn, const Shape& s, size_t outer, int64_t block,
+  // The loops over dims d < rank (none where unit(d)), bounds from bound(d) made inside the body.
+  void emit_loops(llvm::Function* bfn, size_t rank, const std::function<bool(size_t)>& unit,
+                  const std::function<llvm::Value*(size_t)>& bound, size_t outer, int64_t block,
                   const Body& body, bool unroll);
+  llvm::Function* make_nest(llvm::Function*& bfn);
   void emit_nest_entry(llvm::Function* nest, llvm::Function* bfn);
   void emit_output_nest(ValueId v);
   llvm::Value* compute(const Node& n, const Index& idx);
@@ -87,9 +97,29 @@ class KernelBuilder final : public ops::Emitter {
   void store(ValueId v, llvm::Value* off, llvm::Value* x);
   llvm::Value* constant(const Tensor& t);
   void coalesce(ValueId v);  // coalesce.cpp
+  llvm::Value* value_offset(const Index& idx, ValueId v);
+  Index operand_index(const Node& n, size_t i, const Index& idx);
+
+  // ---- symbolic dims (symbolic_dims.cpp)
+  bool dynamic() const { return sym_ != nullptr; }
+  bool symbolic(ValueId v) const;
+  const SymShape& sym_shape(ValueId v) const;
+  // A dim's value: in a nest's body (the symbols it loaded) or in the kernel.
+  llvm::Value* dim_value(const SymDim& d);
+  llvm::Value* sym_offset(const Index& idx, const SymShape& s);
+  Index sym_broadcast_index(const Node& n, const Index& idx, const SymShape& out,
+                            const SymShape& in);
+  void sym_loop_nest(const SymShape& s, bool parallel, const Body& body);
+  void load_symbols(llvm::Value* dims, std::vector<llvm::Value*>& into);
 
   const Region& r_;
+  std::vector<Shape> own_shapes_;  // a dynamic region's static shapes (symbolic values: empty)
   const std::vector<Shape>& shapes_;
+  const std::vector<SymShape>* sym_ = nullptr;  // a dynamic region's shapes, per value
+  size_t num_symbols_ = 0;
+  int dims_slot_ = -1;                     // the table's slot of `dims` (dynamic regions)
+  std::vector<llvm::Value*> kernel_syms_;  // the symbols, loaded in the kernel
+  std::vector<llvm::Value*> nest_syms_;    // and in the nest body being built
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   llvm::IRBuilder<> b_;

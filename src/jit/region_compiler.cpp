@@ -68,18 +68,25 @@ std::string why_not_compilable(const Graph& g, const Region& r) {
   return "";
 }
 
-CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
-                              const std::vector<Shape>& value_shapes, const std::string& name,
-                              Jit::Reuse reuse) {
+namespace {
+
+CompiledRegion not_compiled(std::string why) {
+  CompiledRegion c;
+  c.why_not = std::move(why);
+  return c;
+}
+
+// Builds the module with `make` (a KernelBuilder) and compiles it.
+template <class Make>
+CompiledRegion compile_with(Jit& jit, const Region& r, const std::string& name, Jit::Reuse reuse,
+                            const Make& make) {
   CompiledRegion result;
-  result.why_not = why_not_compilable(g, r);
-  if (!result.why_not.empty()) return result;
   const auto start = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = std::make_unique<llvm::Module>(name, *ctx);
   m->setTargetTriple(jit.target_triple());
   m->setDataLayout(jit.data_layout());
-  KernelBuilder builder(g, r, value_shapes, *m);
+  KernelBuilder builder = make(*m);
   builder.build(name);
   result.scratch_bytes = builder.scratch_bytes();
   result.kernel = jit.add(std::move(ctx), std::move(m), name, reuse);
@@ -88,6 +95,70 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
   SG_LOG(2) << (result.kernel.reused ? "reused the kernel of the same code for " : "compiled ")
             << name << " (" << r.nodes.size() << " ops) in " << result.compile_ms << " ms";
   return result;
+}
+
+}  // namespace
+
+CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
+                              const std::vector<Shape>& value_shapes, const std::string& name,
+                              Jit::Reuse reuse) {
+  if (std::string why = why_not_compilable(g, r); !why.empty()) return not_compiled(why);
+  return compile_with(jit, r, name, reuse,
+                      [&](llvm::Module& m) { return KernelBuilder(g, r, value_shapes, m); });
+}
+
+std::string why_not_dynamic(const Graph& g, const Node& n,
+                            const std::vector<std::optional<SymShape>>& shapes) {
+  const auto shape_of = [&](ValueId v) -> const SymShape* {
+    return v >= 0 && static_cast<size_t>(v) < shapes.size() && shapes[v] ? &*shapes[v] : nullptr;
+  };
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && !shape_of(v)) return "the rank of '" + g.values[v].name + "' changed";
+  if (n.outputs.size() != 1 || !shape_of(n.outputs[0])) return "the rank of its output changed";
+  const ops::Lowering* l = ops::op_def(n.op).lowering;
+  if (!ops::op_def(n.op).element || (l && (l->generate || l->materialise || l->per_channel)))
+    return "its lowering takes no symbolic dims yet";
+  const SymShape& out = *shape_of(n.outputs[0]);
+  std::vector<bool> made(out.size(), false);  // output dim d is some operand's
+  for (ValueId v : n.inputs) {
+    if (v == kNoValue) continue;
+    const SymShape& in = *shape_of(v);
+    if (in.size() > out.size()) return "an operand of higher rank than its output";
+    const size_t lead = out.size() - in.size();
+    for (size_t j = 0; j < in.size(); ++j) {
+      if (in[j] == out[lead + j]) {
+        made[lead + j] = true;
+      } else if (in[j].symbolic() || in[j].offset != 1) {
+        return "operand '" + g.values[v].name + "' dim " + std::to_string(j) +
+               " neither the output's nor 1";
+      }
+    }
+  }
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d].symbolic() && !made[d])
+      return "output dim " + std::to_string(d) + " is no operand's";
+  return "";
+}
+
+CompiledRegion compile_dynamic_region(Jit& jit, const Graph& g, const Region& r,
+                                      const std::vector<std::optional<SymShape>>& sym_shapes,
+                                      size_t num_symbols, const std::string& name,
+                                      Jit::Reuse reuse) {
+  if (std::string why = why_not_compilable(g, r); !why.empty()) return not_compiled(why);
+  for (int32_t i : r.nodes)
+    if (std::string why = why_not_dynamic(g, g.nodes[i], sym_shapes); !why.empty())
+      return not_compiled(ops::node_str(g.nodes[i]) + ": " + why);
+  std::vector<SymShape> shapes(g.values.size());
+  for (const std::vector<ValueId>* vs : {&r.inputs, &r.outputs})
+    for (ValueId v : *vs) shapes[v] = *sym_shapes.at(v);
+  for (int32_t i : r.nodes)
+    for (ValueId v : g.nodes[i].outputs) shapes[v] = *sym_shapes.at(v);
+  for (const SymShape& s : shapes)
+    for (const SymDim& d : s)
+      SG_CHECK(d.sym < static_cast<int32_t>(num_symbols) && (!d.symbolic() || d.scale > 0))
+          << "a symbolic dim out of range";
+  return compile_with(jit, r, name, reuse,
+                      [&](llvm::Module& m) { return KernelBuilder(g, r, shapes, num_symbols, m); });
 }
 
 }  // namespace sgraph::jit

@@ -4,6 +4,7 @@
 //   CompiledRegion c = compile_region(jit, g, region, value_shapes, "region_0");
 //   void* buffers[] = {in0.raw_data(), ..., out0.raw_data(), ...};
 //   c.kernel.fn(buffers, nullptr, &kernel_context);   // or nullptr: one thread
+// (A dynamic region: compile_dynamic_region, below; its kernel takes the symbols as `dims`.)
 //
 // Fusion composes element generators (the idea of XLA's elemental IR emitter): for each region
 // output the kernel runs one loop nest over the output's static shape (one loop per dim, the
@@ -27,7 +28,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "ir/region.h"
+#include "ir/sym_shape.h"
 #include "jit/jit.h"
 #include "sgraph/graph.h"
 
@@ -57,5 +61,27 @@ struct CompiledRegion {
 CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
                               const std::vector<Shape>& value_shapes, const std::string& name,
                               Jit::Reuse reuse = Jit::Reuse::same_code);
+
+// ---- dynamic regions (Region::dynamic): shapes with symbolic dims, compiled once for every value
+// of the symbols. The kernel reads symbol k from dims[k]; every loop bound, stride and broadcast
+// is computed from them, static dims stay constants.
+
+// Why node n cannot be compiled in a dynamic region with the symbolic shapes `shapes` (per value
+// id; nullopt where unknown); "" when it can. Today: elementwise ops (no `generate`, `materialise`
+// or per-channel operands in their lowering) whose every operand dim equals the output's dim
+// (the same constant, or the same symbol and relation) or is the constant 1, and every symbolic
+// output dim is some operand's: then numpy broadcasting of any shapes matching the operands'
+// patterns gives the output's pattern, so the kernel's loops are those of the interpreter.
+std::string why_not_dynamic(const Graph& g, const Node& n,
+                            const std::vector<std::optional<SymShape>>& shapes);
+
+// Compiles a dynamic region: sym_shapes[v] is the symbolic shape of every value the region reads
+// or writes, with symbols 0 .. num_symbols-1. Kernel arguments as for compile_region, and dims:
+// the symbols' values (the guard binds them from the inputs' shapes, see ir/sym_shape.h's
+// bind_symbols). Checks why_not_compilable and why_not_dynamic for every node first.
+CompiledRegion compile_dynamic_region(Jit& jit, const Graph& g, const Region& r,
+                                      const std::vector<std::optional<SymShape>>& sym_shapes,
+                                      size_t num_symbols, const std::string& name,
+                                      Jit::Reuse reuse = Jit::Reuse::same_code);
 
 }  // namespace sgraph::jit

@@ -174,7 +174,18 @@ void ExecutableGraph::plan_arena(const WarmupShapes& warmup,
   arena_stats_ = ArenaStats{values.size(), plan.arena_bytes, plan.unshared_bytes};
 }
 
-bool ExecutableGraph::guard_holds(const RegionPlan& r, const std::vector<Tensor>& env) const {
+bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env) const {
+  if (r.region.dynamic) {
+    r.sym_values.assign(r.symbols.size(), 0);
+    r.sym_bound.assign(r.symbols.size(), false);
+    for (size_t i = 0; i < r.region.inputs.size(); ++i) {
+      const Tensor& t = env[r.region.inputs[i]];
+      if (t.dtype() != g_.values[r.region.inputs[i]].dtype ||
+          !bind_symbols(r.input_sym[i], t.shape(), r.sym_values, r.sym_bound))
+        return false;
+    }
+    return std::all_of(r.sym_bound.begin(), r.sym_bound.end(), [](bool b) { return b; });
+  }
   for (size_t i = 0; i < r.region.inputs.size(); ++i) {
     const Tensor& t = env[r.region.inputs[i]];
     if (t.shape() != r.input_shapes[i] || t.dtype() != g_.values[r.region.inputs[i]].dtype)
@@ -195,7 +206,9 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
   r.last_outputs.resize(r.region.outputs.size());
   for (size_t k = 0; k < r.region.outputs.size(); ++k) {
     const ValueId v = r.region.outputs[k];
-    if (!premade_.empty() && premade_[v].defined()) {  // its arena buffer
+    if (r.region.dynamic) {
+      env[v] = dynamic_output(r, k);
+    } else if (!premade_.empty() && premade_[v].defined()) {  // its arena buffer
       env[v] = premade_[v];
     } else {
       Tensor& t = r.last_outputs[k];
@@ -223,11 +236,34 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
     buffers.push_back(r.scratch.get());
   }
   take_kernel_failure();  // (none should be pending)
-  r.fn(buffers.data(), nullptr, r.ctx.get());
+  r.fn(buffers.data(), r.region.dynamic ? r.sym_values.data() : nullptr, r.ctx.get());
   if (const std::string failed = take_kernel_failure(); !failed.empty())
     SG_FAIL() << region_str() << ": its kernel failed: " << failed;
   ++r.kernel_calls;
   ++r.hits_since_plan;
+}
+
+// Output k of a dynamic region at its shape for the bound symbols, in the region's block for it
+// when nothing else holds that block and it is large enough; else in a new block, which is kept.
+Tensor ExecutableGraph::dynamic_output(RegionPlan& r, size_t k) const {
+  r.out_blocks.resize(r.output_sym.size());
+  r.out_capacity.resize(r.output_sym.size(), 0);
+  Shape shape = eval_shape(r.output_sym[k], r.sym_values);
+  const int64_t bytes = std::max<int64_t>(
+      kArenaAlign, numel(shape) * static_cast<int64_t>(dtype_size(r.output_dtypes[k])));
+  std::shared_ptr<void>& block = r.out_blocks[k];
+  const bool shared = block && block.use_count() > 1;  // (the caller kept an earlier output)
+  if (!block || shared || r.out_capacity[k] < bytes) {
+    const int64_t size = shared ? bytes : std::max(bytes, r.out_capacity[k]);
+    try {
+      block = aligned_block(size);
+    } catch (const std::bad_alloc&) {
+      SG_FAIL() << "cannot allocate " << size << " bytes for output '"
+                << g_.values[r.region.outputs[k]].name << "' of a dynamic region";
+    }
+    r.out_capacity[k] = size;
+  }
+  return Tensor::wrap(r.output_dtypes[k], std::move(shape), block.get(), block);
 }
 
 std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,

@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "ir/sym_shape.h"
 #include "jit/jit.h"
 #include "jit/parallel.h"
 #include "runtime/interpreter.h"
@@ -33,11 +34,24 @@ struct RegionPlan {
   std::vector<std::pair<size_t, Tensor>> value_guards;  // (index into Region::inputs, values)
   std::vector<Shape> output_shapes;                     // one per Region::outputs
   std::vector<DType> output_dtypes;
-  jit::KernelFn fn = nullptr;     // nullptr: the region's ops are interpreted
-  int64_t scratch_bytes = 0;      // the kernel's scratch block (0: none)
-  std::shared_ptr<void> scratch;  // allocated on the first call, kept for the next ones
-  bool cache_hit = false;         // the kernel is one compiled before for the same code
-  int compiles = 0;               // how many times this region was compiled
+  // A dynamic region (region.dynamic; input_shapes, output_shapes and value_guards empty): the
+  // symbolic shapes of its inputs and outputs, over its own symbols 0 .. symbols.size()-1 (each
+  // named after the graph's symbol). The guard checks every input's dtype and binds the symbols
+  // from the inputs' shapes (ir/sym_shape.h's bind_symbols: static dims and relations must hold);
+  // the kernel gets the symbols as `dims`, and each output is made at its shape for them, in a
+  // block kept from call to call and grown to the largest size seen (outputs are outside the
+  // arena).
+  std::vector<SymShape> input_sym, output_sym;
+  std::vector<std::string> symbols;
+  std::vector<int64_t> sym_values;  // the latest call's
+  std::vector<bool> sym_bound;
+  std::vector<std::shared_ptr<void>> out_blocks;
+  std::vector<int64_t> out_capacity;  // bytes of each block
+  jit::KernelFn fn = nullptr;         // nullptr: the region's ops are interpreted
+  int64_t scratch_bytes = 0;          // the kernel's scratch block (0: none)
+  std::shared_ptr<void> scratch;      // allocated on the first call, kept for the next ones
+  bool cache_hit = false;             // the kernel is one compiled before for the same code
+  int compiles = 0;                   // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
   // Threads for the kernel's loop nests, from the region's profiled time, and why; ctx (made by
@@ -92,7 +106,8 @@ class ExecutableGraph {
   };
   void plan_arena(const WarmupShapes& warmup, const std::vector<int32_t>& step_of_node,
                   const std::vector<int32_t>& last_use);
-  bool guard_holds(const RegionPlan& r, const std::vector<Tensor>& env) const;
+  bool guard_holds(RegionPlan& r, const std::vector<Tensor>& env) const;
+  Tensor dynamic_output(RegionPlan& r, size_t k) const;
   void call_kernel(RegionPlan& r, std::vector<Tensor>& env) const;
 
   const Graph& g_;

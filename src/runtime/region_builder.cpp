@@ -59,13 +59,13 @@ void replace_pair(std::vector<int32_t>& ids, int32_t a, int32_t b, int32_t m) {
 class Clusters {
  public:
   // group_of[node] in [0, num_groups) gives the initial clusters, which must contract to a DAG;
-  // only clusters marked `mergeable` take part in merges.
+  // only clusters of the same tier >= 0 merge (tier -1: none).
   Clusters(const Adjacency& node_succ, std::vector<int32_t> group_of, int32_t num_groups,
-           const std::vector<bool>& mergeable)
+           const std::vector<int8_t>& tier)
       : node_succ_(node_succ), group_of_(std::move(group_of)), c_(num_groups) {
     parent_.resize(num_groups);
     std::iota(parent_.begin(), parent_.end(), 0);
-    for (int32_t g = 0; g < num_groups; ++g) c_[g].mergeable = mergeable[g];
+    for (int32_t g = 0; g < num_groups; ++g) c_[g].tier = tier[g];
     for (size_t i = 0; i < node_succ.size(); ++i) {
       const int32_t a = group_of_[i];
       ++c_[a].size;
@@ -93,7 +93,7 @@ class Clusters {
       for (size_t i = 0; i < node_succ_.size(); ++i) {
         for (int32_t j : node_succ_[i]) {
           const int32_t a = cluster_of(static_cast<int32_t>(i)), b = cluster_of(j);
-          if (a == b || !c_[a].mergeable || !c_[b].mergeable) continue;
+          if (a == b || c_[a].tier < 0 || c_[a].tier != c_[b].tier) continue;
           const uint64_t key = (uint64_t(std::min(a, b)) << 32) | uint32_t(std::max(a, b));
           if (rejected_.contains(key)) continue;
           if (try_merge(a, b))
@@ -107,13 +107,14 @@ class Clusters {
 
   int32_t cluster_of(int32_t node) { return find(group_of_[node]); }
   int32_t size(int32_t cluster) const { return c_[cluster].size; }
+  int8_t tier(int32_t cluster) const { return c_[cluster].tier; }
 
  private:
   struct Cluster {
     std::vector<int32_t> succ, pred;  // sorted ids of live clusters
     int32_t rank = 0;                 // position in a topological order of the live clusters
     int32_t size = 0;                 // member nodes
-    bool mergeable = false;
+    int8_t tier = -1;
   };
 
   int32_t find(int32_t c) {
@@ -187,7 +188,7 @@ class Clusters {
     for (int32_t s : cm.succ) replace_pair(c_[s].pred, a, b, m);
     for (int32_t p : cm.pred) replace_pair(c_[p].succ, a, b, m);
     cm.size = ca.size + cb.size;
-    cm.mergeable = true;
+    cm.tier = ca.tier;
     ca = Cluster{};
     cb = Cluster{};
 
@@ -219,10 +220,11 @@ class Clusters {
 
 NoRegionReason ineligibility(const Graph& g, int32_t i, bool stable, const RegionOptions& o) {
   const Node& node = g.nodes[i];
-  if (!stable) return NoRegionReason::changed;
-  if (node.op == OpKind::If) return NoRegionReason::in_subgraph;
+  if (!stable && !o.dynamic) return NoRegionReason::changed;
+  if (node.op == OpKind::If) return stable ? NoRegionReason::in_subgraph : NoRegionReason::changed;
   if (!(o.compilable ? o.compilable(g, i) : ops::is_compilable(node.op)))
-    return NoRegionReason::not_compilable;
+    return stable ? NoRegionReason::not_compilable : NoRegionReason::changed;
+  if (!stable && !o.dynamic(g, i)) return NoRegionReason::changed;
   return NoRegionReason::none;
 }
 
@@ -256,16 +258,18 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
   p.region_of.assign(n, -1);
   p.reason.resize(n);
   std::vector<bool> eligible(n);
+  std::vector<int8_t> tier(n, -1);  // 0: stable (static region), 1: changed (dynamic region)
   for (int32_t i = 0; i < n; ++i) {
     p.reason[i] = ineligibility(g, i, stable[i], options);
     eligible[i] = p.reason[i] == NoRegionReason::none;
+    if (eligible[i]) tier[i] = stable[i] ? 0 : 1;
   }
   const Adjacency succ = data_edges(g);
 
   // Phase 1: every node its own cluster; merge eligible ones.
   std::vector<int32_t> identity(n);
   std::iota(identity.begin(), identity.end(), 0);
-  Clusters first(succ, identity, n, eligible);
+  Clusters first(succ, identity, n, tier);
   first.merge_to_fixpoint();
   std::vector<int32_t> cluster(n), size(n);
   bool dropped_several = false;  // a dropped cluster of 2+ nodes may have kept regions apart
@@ -279,7 +283,7 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
   std::vector<bool> blocked(2 * n);  // cluster ids < 2n
   for (int32_t u = 0; u < n; ++u)
     for (int32_t v : succ[u])
-      if (eligible[u] && eligible[v] && cluster[u] != cluster[v])
+      if (eligible[u] && eligible[v] && tier[u] == tier[v] && cluster[u] != cluster[v])
         blocked[cluster[u]] = blocked[cluster[v]] = true;
   const std::vector<int32_t> first_cluster = cluster;
 
@@ -287,18 +291,18 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
   // big clusters that now can merge do.
   if (dropped_several) {
     std::vector<int32_t> group_of(n, -1), group_of_cluster(2 * n, -1);  // ids < 2n
-    std::vector<bool> big;
+    std::vector<int8_t> big;  // per group: its tier if big, else -1
     for (int32_t i = 0; i < n; ++i) {
       if (eligible[i] && size[i] >= min_ops) {
         int32_t& gid = group_of_cluster[cluster[i]];
         if (gid < 0) {
           gid = static_cast<int32_t>(big.size());
-          big.push_back(true);
+          big.push_back(tier[i]);
         }
         group_of[i] = gid;
       } else {
         group_of[i] = static_cast<int32_t>(big.size());
-        big.push_back(false);
+        big.push_back(-1);
       }
     }
     Clusters second(succ, group_of, static_cast<int32_t>(big.size()), big);
@@ -322,6 +326,7 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
     if (r < 0) {
       r = static_cast<int32_t>(p.regions.size());
       p.regions.emplace_back();
+      p.regions.back().dynamic = tier[i] == 1;
     }
     p.region_of[i] = r;
     p.regions[r].nodes.push_back(i);

@@ -5,18 +5,19 @@
 //   for (const Region& r : p.regions) compile(r.nodes, r.inputs, r.outputs);
 //   std::cout << reason_str(p.reason[i]);               // why node i joined no region
 //
-// A node is *eligible* when it is stable and compilable (RegionOptions::compilable). A region is a
-// set of eligible nodes that
+// A node is *eligible* when it is compilable (RegionOptions::compilable) and stable, or changed
+// and allowed in a dynamic region (RegionOptions::dynamic). A region is a set of eligible nodes of
+// one tier (all stable: a static region; all changed: a dynamic one) that
 //   - is connected through data edges between its members (producer -> consumer, either way),
 //   - leaves the graph acyclic when contracted to one node, together with every other region
 //     (no path leaves a region and comes back),
 //   - is disjoint from the other regions, and holds at least min_region_ops nodes.
 // Regions are as large as the rules allow: clusters of nodes are merged greedily along data
 // edges, in topological order, with a cycle check (as XLA's auto-clustering does), until no two
-// adjacent clusters can merge. Clusters left smaller than min_region_ops are dropped, after which
-// the remaining regions get one more chance to merge with each other. Afterwards no two regions
-// joined by a data edge can merge without a cycle; with min_region_ops <= 2 neither can a region
-// and an eligible node left out, nor two such nodes.
+// adjacent clusters of one tier can merge. Clusters left smaller than min_region_ops are dropped,
+// after which the remaining regions get one more chance to merge with each other. Afterwards no two
+// regions joined by a data edge can merge without a cycle; with min_region_ops <= 2 neither can a
+// region and an eligible node left out, nor two such nodes.
 //
 // Control-flow ops (If) are never in a region, and nodes of their subgraphs are not in g.nodes.
 // The output is deterministic. A few thousand nodes take milliseconds (tens of them for random
@@ -39,6 +40,11 @@ struct RegionOptions {
   // JIT's per-node check (dtypes, constant parameters), so one node the JIT refuses never makes
   // a whole region fall back to the interpreter.
   std::function<bool(const Graph& g, int32_t node)> compilable = nullptr;
+  // Whether changed (not stable) node i may join a *dynamic* region: its changing dims are
+  // symbols its lowering takes at run time. Empty: changed nodes join no region. Stable and
+  // changed nodes never share a region (the two tiers are partitioned together, so that the
+  // regions of both leave the graph acyclic).
+  std::function<bool(const Graph& g, int32_t node)> dynamic = nullptr;
 };
 
 // Why a node is in no region; `none` for nodes in one. A node both changed and not compilable

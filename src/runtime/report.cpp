@@ -66,7 +66,8 @@ std::string Report::to_text() const {
   }
   if (planned)
     os << "memory plan: " << arena_buffers << " buffers in a " << bytes_str(arena_bytes)
-       << " arena, " << bytes_str(arena_unshared_bytes) << " without sharing\n";
+       << " arena, " << bytes_str(arena_unshared_bytes) << " without sharing"
+       << (dynamic_bytes ? "; dynamic regions' outputs " + bytes_str(dynamic_bytes) : "") << "\n";
   os << "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-28s %-18s %-8s %-7s %-22s %10s\n", "node", "op", "shapes",
@@ -86,10 +87,13 @@ std::string Report::to_text() const {
       if (!any_change) os << "\nchanged ops:\n";
       any_change = true;
       os << "  " << o.node << " (run " << o.changed_at_run << "): " << o.change << "\n";
+      if (!o.symbolic_shapes.empty()) os << "    symbolic: " << o.symbolic_shapes << "\n";
+      if (!o.why_not_dynamic.empty()) os << "    not dynamic: " << o.why_not_dynamic << "\n";
     }
+  if (!symbols.empty()) os << "\nsymbols: " << join(symbols) << "\n";
   for (const RegionReport& r : regions) {
-    os << "\nregion " << r.id << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns)
-       << " us interpreted; ";
+    os << "\nregion " << r.id << (r.dynamic ? " (dynamic: " + join(r.symbols) + ")" : "") << ": "
+       << r.nodes.size() << " ops, " << us(r.profiled_ns) << " us interpreted; ";
     if (r.cache_hit)
       os << "kernel from the cache (the same code)";
     else if (r.compiled)
@@ -123,7 +127,9 @@ nlohmann::ordered_json json_of(const Report& rep) {
   j["signatures"] = rep.signatures;
   j["memory"] = {{"arena_buffers", rep.arena_buffers},
                  {"arena_bytes", rep.arena_bytes},
-                 {"arena_unshared_bytes", rep.arena_unshared_bytes}};
+                 {"arena_unshared_bytes", rep.arena_unshared_bytes},
+                 {"dynamic_bytes", rep.dynamic_bytes}};
+  j["symbols"] = rep.symbols;
   j["ops"] = nlohmann::ordered_json::array();
   for (const OpReport& o : rep.ops) {
     nlohmann::ordered_json e;
@@ -133,6 +139,8 @@ nlohmann::ordered_json json_of(const Report& rep) {
     if (!o.stable) {
       e["changed_at_run"] = o.changed_at_run;
       e["change"] = o.change;
+      e["symbolic_shapes"] = o.symbolic_shapes;
+      if (!o.why_not_dynamic.empty()) e["why_not_dynamic"] = o.why_not_dynamic;
     }
     e["region"] = o.region >= 0 ? nlohmann::ordered_json(o.region) : nlohmann::ordered_json();
     if (o.region < 0) e["reason"] = o.reason;
@@ -150,6 +158,9 @@ nlohmann::ordered_json json_of(const Report& rep) {
                             {"outputs", r.outputs},
                             {"value_guarded", r.value_guarded},
                             {"profiled_ns", r.profiled_ns},
+                            {"dynamic", r.dynamic},
+                            {"symbols", r.symbols},
+                            {"dynamic_bytes", r.dynamic_bytes},
                             {"compiled", r.compiled},
                             {"why_interpreted", r.why_interpreted},
                             {"compiles", r.compiles},

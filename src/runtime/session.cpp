@@ -157,6 +157,7 @@ struct Session::Impl {
   // 2. classify and 3. partition; 4. compile the regions not compiled before.
   void plan() {
     const std::vector<bool> stable = tracker->stable();
+    symbolic = tracker->symbolic_dims();
     partition = build_regions(graph, stable, region_options());
     value_shapes = shapes_seen(*tracker);
     std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
@@ -170,7 +171,9 @@ struct Session::Impl {
         plans.push_back(std::move(*same));
         continue;
       }
-      plans.push_back(make_plan(r, value_shapes, *profiler, jit::Jit::Reuse::same_code));
+      plans.push_back(r.dynamic
+                          ? make_dynamic_plan(r, *profiler)
+                          : make_plan(r, value_shapes, *profiler, jit::Jit::Reuse::same_code));
     }
     for (const RegionPlan& gone : old) {   // regions not kept: keep their counts (their kernels
       dropped_calls += gone.kernel_calls;  // stay in the cache for the session's lifetime)
@@ -202,7 +205,59 @@ struct Session::Impl {
       not_compilable[i] = jit::why_not_compilable(g, one);
       return not_compilable[i].empty();
     };
+    not_dynamic.assign(graph.nodes.size(), "");
+    if (options.dynamic && options.jit)
+      ro.dynamic = [this](const Graph& g, int32_t i) {
+        // A node changed after warm-up (a guard miss) has no symbolic dim yet: it stays out.
+        bool any = false;
+        for (const auto* vs : {&g.nodes[i].inputs, &g.nodes[i].outputs})
+          for (ValueId v : *vs)
+            any |= v != kNoValue && symbolic.values[v] && !is_static(*symbolic.values[v]);
+        not_dynamic[i] = any ? jit::why_not_dynamic(g, g.nodes[i], symbolic.values)
+                             : "no dim changed during warm-up";
+        return not_dynamic[i].empty();
+      };
     return ro;
+  }
+
+  // A dynamic region's plan: its shapes over symbols of its own (numbered in the order its
+  // inputs name them, so that regions of the same code share a kernel whatever the graph's
+  // numbering), then its kernel and threads.
+  RegionPlan make_dynamic_plan(const Region& r, const OpProfiler& prof) {
+    RegionPlan p;
+    p.region = r;
+    std::vector<int32_t> local(symbolic.symbols.size(), -1);
+    bool unbound = false;
+    const auto remap = [&](ValueId v, bool from_input) {
+      SymShape s = *symbolic.values.at(v);
+      for (SymDim& d : s) {
+        if (!d.symbolic()) continue;
+        int32_t& k = local[static_cast<size_t>(d.sym)];
+        if (k < 0 && from_input) {
+          k = static_cast<int32_t>(p.symbols.size());
+          p.symbols.push_back(symbolic.symbols[static_cast<size_t>(d.sym)].name);
+        }
+        unbound |= k < 0;
+        d.sym = k;
+      }
+      return s;
+    };
+    std::vector<std::optional<SymShape>> shapes(graph.values.size());
+    for (ValueId v : r.inputs) p.input_sym.push_back(*(shapes[v] = remap(v, true)));
+    for (int32_t n : r.nodes)
+      for (ValueId v : graph.nodes[n].outputs) shapes[v] = remap(v, false);
+    for (ValueId v : r.outputs) {
+      p.output_sym.push_back(*shapes[v]);
+      p.output_dtypes.push_back(graph.values[v].dtype);
+    }
+    if (unbound)
+      p.why_interpreted = "a symbol of its outputs is none of its inputs'";
+    else
+      compile(p, [&](jit::Jit& j) {
+        return jit::compile_dynamic_region(j, graph, r, shapes, p.symbols.size(), "sg_dynamic");
+      });
+    plan_threads(p, prof);
+    return p;
   }
 
   // Every value's shape as the tracker's latest run saw it (the shapes kernels are compiled for).
@@ -233,7 +288,9 @@ struct Session::Impl {
     ValueGuards vg = value_guards(graph, r, shapes, values ? *values : tracker->small_values());
     if (vg.why_not.empty()) {
       p.value_guards = std::move(vg.guards);
-      compile(p, shapes, reuse);
+      compile(p, [&](jit::Jit& j) {
+        return jit::compile_region(j, graph, p.region, shapes, "sg_region", reuse);
+      });
     } else {
       p.why_interpreted = vg.why_not;  // its shapes depend on values it cannot check
     }
@@ -264,15 +321,15 @@ struct Session::Impl {
   // with the reason in the report. The JIT shares a kernel between regions whose emitted code is
   // the same (repeated layers, a re-planned region returning to a known form): the key is the
   // code, so nothing the code depends on can be left out of it.
-  void compile(RegionPlan& p, const std::vector<Shape>& shapes, jit::Jit::Reuse reuse) {
+  template <class Compile>
+  void compile(RegionPlan& p, const Compile& compile_it) {
     if (!options.jit) {
       p.why_interpreted = "JIT disabled";
       return;
     }
     try {
       if (!jit) jit = jit::Jit::create();
-      jit::CompiledRegion c =
-          jit::compile_region(*jit, graph, p.region, shapes, "sg_region", reuse);
+      jit::CompiledRegion c = compile_it(*jit);
       if (c.kernel.fn == nullptr) {
         p.why_interpreted = c.why_not;
         return;
@@ -377,6 +434,22 @@ struct Session::Impl {
         if (v != kNoValue) out.push_back(graph.values[v].name);
       return out;
     };
+    const ShapeTracker::SymbolicDims sym = tracker->symbolic_dims();
+    for (const Symbol& s : sym.symbols) {
+      std::string values;
+      for (int64_t x : s.seen) values += (values.empty() ? "" : ",") + std::to_string(x);
+      rep.symbols.push_back(s.name + " = " + values);
+    }
+    const auto sym_str = [&](const std::vector<ValueId>& ids) {
+      std::string out;
+      for (ValueId v : ids) {
+        if (v == kNoValue) continue;
+        if (!out.empty()) out += ", ";
+        out += graph.values[v].name;
+        out += sym.values[v] ? sym_shape_str(*sym.values[v], sym.symbols) : "?";
+      }
+      return out;
+    };
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const auto n = static_cast<int32_t>(i);
       const Node& node = graph.nodes[i];
@@ -387,12 +460,15 @@ struct Session::Impl {
         o.stable = false;
         o.changed_at_run = c->run;
         o.change = c->what;
+        o.symbolic_shapes = sym_str(node.inputs) + " -> " + sym_str(node.outputs);
       }
       if (ex) {
         o.region = part.region_of[i];
         o.reason = std::string(reason_str(part.reason[i]));
         if (part.reason[i] == NoRegionReason::not_compilable && !not_compilable[i].empty())
           o.reason += ": " + not_compilable[i];
+        if (part.reason[i] == NoRegionReason::changed && i < not_dynamic.size())
+          o.why_not_dynamic = not_dynamic[i];
       }
       const OpProfile& p = prof.profile(n);
       o.median_ns = p.median_ns;
@@ -418,6 +494,10 @@ struct Session::Impl {
       rr.compiled = plan.fn != nullptr;
       rr.why_interpreted = plan.why_interpreted;
       rr.compiles = plan.compiles;
+      rr.dynamic = plan.region.dynamic;
+      rr.symbols = plan.symbols;
+      for (int64_t c : plan.out_capacity) rr.dynamic_bytes += c;
+      rep.dynamic_bytes += rr.dynamic_bytes;
       rr.cache_hit = plan.cache_hit;
       rr.compile_ms = plan.compile_ms;
       rr.kernel_calls = plan.kernel_calls;
@@ -442,6 +522,8 @@ struct Session::Impl {
   Partition partition;
   std::vector<Shape> value_shapes;
   std::vector<std::string> not_compilable;  // per node: the JIT's reason, when it refused it
+  std::vector<std::string> not_dynamic;     // per changed node: why it is in no dynamic region
+  ShapeTracker::SymbolicDims symbolic;      // the warm-up's symbolic dims, as planned
   std::unique_ptr<jit::Jit> jit;            // declared before exec: outlives the kernels exec calls
   int next_kernel = 0;
   std::unique_ptr<ExecutableGraph> exec;

@@ -5,7 +5,8 @@
 
 namespace sgraph {
 
-ShapeTracker::ShapeTracker(const Graph& g) : g_(g), ops_(g.nodes.size()), values_(g.values.size()) {
+ShapeTracker::ShapeTracker(const Graph& g)
+    : g_(g), ops_(g.nodes.size()), values_(g.values.size()), seen_(g.values.size()) {
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Node& n = g.nodes[i];
     ops_[i].in.resize(n.inputs.size());
@@ -29,6 +30,8 @@ void ShapeTracker::begin_run() {
 void ShapeTracker::abort_run() {
   if (!open_) return;
   open_ = false;
+  for (std::vector<Seen>& s : seen_)
+    if (!s.empty() && s.back().run == runs_) s.pop_back();
   ops_ = std::move(saved_->ops);
   values_ = std::move(saved_->values);
   runs_ = saved_->runs;
@@ -46,10 +49,14 @@ void ShapeTracker::end_run() {
 
 void ShapeTracker::on_op(const OpEvent& e) {
   SG_ASSERT(open_) << "ShapeTracker::on_op outside begin_run()/end_run()";
-  for (size_t i = 0; i < e.inputs.size() && i < e.node.inputs.size(); ++i)
+  for (size_t i = 0; i < e.inputs.size() && i < e.node.inputs.size(); ++i) {
     keep_value(e.node.inputs[i], e.inputs[i]);
-  for (size_t k = 0; k < e.outputs.size() && k < e.node.outputs.size(); ++k)
+    see(e.node.inputs[i], e.inputs[i]);
+  }
+  for (size_t k = 0; k < e.outputs.size() && k < e.node.outputs.size(); ++k) {
     keep_value(e.node.outputs[k], e.outputs[k]);
+    see(e.node.outputs[k], e.outputs[k]);
+  }
   OpRecord& r = op(e.node_index);
   const bool first = r.last_run == 0;
   r.last_run = runs_;
@@ -74,6 +81,86 @@ void ShapeTracker::keep_value(ValueId v, const Tensor& t) {
     return;
   }
   kept = t.clone();
+}
+
+void ShapeTracker::see(ValueId v, const Tensor& t) {
+  if (v < 0 || static_cast<size_t>(v) >= seen_.size() || !t.defined()) return;
+  std::vector<Seen>& s = seen_[v];
+  if (!s.empty() && s.back().run == runs_) return;  // a value has one shape per run
+  s.push_back({runs_, t.shape()});
+}
+
+namespace {
+
+// The declared name of dim d of value v (ONNX dim_param), or "".
+std::string declared_name(const Graph& g, size_t v, size_t d) {
+  const auto& shape = g.values[v].shape;
+  if (!shape || d >= shape->size()) return "";
+  return (*shape)[d].symbol;
+}
+
+// t = scale * s + offset in every run, with an integer scale > 0; s has >= 3 distinct values.
+std::optional<SymDim> affine_fit(const Ints& s, const Ints& t, int32_t sym) {
+  Ints distinct = s;
+  std::sort(distinct.begin(), distinct.end());
+  if (std::unique(distinct.begin(), distinct.end()) - distinct.begin() < 3) return std::nullopt;
+  size_t j = 1;
+  while (j < s.size() && s[j] == s[0]) ++j;
+  const int64_t ds = s[j] - s[0], dt = t[j] - t[0];
+  if (dt % ds != 0 || dt / ds <= 0) return std::nullopt;
+  const SymDim d{sym, dt / ds, t[0] - dt / ds * s[0]};
+  for (size_t r = 0; r < s.size(); ++r)
+    if (d.scale * s[r] + d.offset != t[r]) return std::nullopt;
+  return d;
+}
+
+}  // namespace
+
+ShapeTracker::SymbolicDims ShapeTracker::symbolic_dims() const {
+  SymbolicDims out;
+  out.values.resize(seen_.size());
+  if (runs_ == 0) return out;
+  for (size_t v = 0; v < seen_.size(); ++v) {
+    const std::vector<Seen>& s = seen_[v];
+    if (s.size() != static_cast<size_t>(runs_)) continue;  // not made in every run
+    const size_t rank = s[0].shape.size();
+    if (std::any_of(s.begin(), s.end(), [&](const Seen& x) { return x.shape.size() != rank; }))
+      continue;
+    SymShape shape;
+    for (size_t d = 0; d < rank; ++d) {
+      Ints seq;
+      for (const Seen& x : s) seq.push_back(x.shape[d]);
+      if (std::all_of(seq.begin(), seq.end(), [&](int64_t e) { return e == seq[0]; })) {
+        shape.push_back(SymDim::constant(seq[0]));
+        continue;
+      }
+      std::optional<SymDim> dim;
+      for (size_t k = 0; k < out.symbols.size() && !dim; ++k)
+        if (out.symbols[k].seen == seq) dim = SymDim{static_cast<int32_t>(k), 1, 0};
+      for (size_t k = 0; k < out.symbols.size() && !dim; ++k)
+        dim = affine_fit(out.symbols[k].seen, seq, static_cast<int32_t>(k));
+      if (!dim) {
+        dim = SymDim{static_cast<int32_t>(out.symbols.size()), 1, 0};
+        out.symbols.push_back({"", seq});
+      }
+      Symbol& sym = out.symbols[static_cast<size_t>(dim->sym)];
+      if (sym.name.empty() && dim->scale == 1 && dim->offset == 0)
+        sym.name = declared_name(g_, v, d);
+      shape.push_back(*dim);
+    }
+    out.values[v] = std::move(shape);
+  }
+  // Unnamed symbols, and names two symbols share: "s<k>" (or "<name>#<k>").
+  for (size_t k = 0; k < out.symbols.size(); ++k) {
+    Symbol& sym = out.symbols[k];
+    bool taken = false;
+    for (size_t j = 0; j < k; ++j) taken |= out.symbols[j].name == sym.name;
+    if (sym.name.empty())
+      sym.name = "s" + std::to_string(k);
+    else if (taken)
+      sym.name += "#" + std::to_string(k);
+  }
+  return out;
 }
 
 void ShapeTracker::mark_changed(int32_t node, int run, std::string what) {

@@ -19,6 +19,13 @@
 // (see value_guards.h). A run that fails is undone with abort_run(): a call that throws is not a
 // warm-up run.
 //
+// Per dim, too (the dynamic tier's view): symbolic_dims() says, for every value seen in every run
+// with one rank, which of its dims changed during warm-up and how: each changing dim is a symbol,
+// one symbol for dims whose values were equal in every run (ONNX dim_param names only name
+// symbols; observed equality decides), or an affine function scale * s + offset of an earlier
+// symbol seen at three or more distinct values (so that two runs alone never relate two
+// unrelated dims). A value whose rank changed, or not made in every run, has no symbolic shape.
+//
 // Not thread-safe: observe one run at a time.
 #pragma once
 
@@ -27,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/sym_shape.h"
 #include "runtime/interpreter.h"
 
 namespace sgraph {
@@ -69,6 +77,12 @@ class ShapeTracker final : public OpObserver {
   // they are the same. For checking ops while serving, outside any run.
   std::optional<std::string> difference(const OpEvent& e) const;
 
+  struct SymbolicDims {
+    std::vector<Symbol> symbols;
+    std::vector<std::optional<SymShape>> values;  // per value id
+  };
+  SymbolicDims symbolic_dims() const;
+
   // Marks a node changed after warm-up (a guard miss while serving). A node already changed
   // keeps its first change.
   void mark_changed(int32_t node, int run, std::string what);
@@ -94,10 +108,16 @@ class ShapeTracker final : public OpObserver {
   std::string describe(const OpRecord& before, const OpEvent& now) const;
 
   void keep_value(ValueId v, const Tensor& t);
+  void see(ValueId v, const Tensor& t);
 
   const Graph& g_;
   std::vector<OpRecord> ops_;   // per node
   std::vector<Tensor> values_;  // per value id (see small_values)
+  struct Seen {
+    int run;
+    Shape shape;
+  };
+  std::vector<std::vector<Seen>> seen_;  // per value id: its shape in each run that made it
   int runs_ = 0;
   bool open_ = false;
   struct Saved {  // the record before the open run, for abort_run()

@@ -46,6 +46,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const uint32_t first_seed = fuzz_seed(kSeed);
   int failed = 0, failed_shape = 0, failed_with_cache_hits = 0, twins = 0, computed = 0;
   int64_t calls = 0, kernel_calls = 0, guard_misses = 0, replans = 0, compiled = 0, hits = 0;
+  int64_t dynamic = 0, dynamic_calls = 0;
   for (int gi = 0; gi < graphs; ++gi) {
     const uint32_t seed = first_seed + static_cast<uint32_t>(gi);
     ServeGen gen(seed);
@@ -59,11 +60,16 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     }
     twins += gen.twins;
     computed += gen.computed_shapes;
-    // Warm-up at scenario 0 (maybe twice, or once more at 1: what changes is then left out of
-    // regions), then serving: another size, the warm-up's again, then any. One graph in five is
-    // served per signature instead (compiled whole for each new set of input shapes).
+    // Warm-up at scenario 0 (maybe twice, or once more at 1: what changes is then in dynamic
+    // regions or none), then serving: another size, the warm-up's again, then any. One graph in
+    // five is served per signature instead (compiled whole for each new set of input shapes). Or
+    // warm-up at all three: the changing dims are symbols, the changed ops compiled into dynamic
+    // regions, and every later call binds new values of them.
     std::vector<int> order = {0};
-    if (gen.chance(0.4)) order.push_back(gen.chance(0.5) ? 0 : 1);
+    if (gen.chance(0.35))
+      order = {0, 1, 2};
+    else if (gen.chance(0.4))
+      order.push_back(gen.chance(0.5) ? 0 : 1);
     const int warmup = static_cast<int>(order.size());
     order.insert(order.end(), {1, 0});
     for (int i = 0; i < 4; ++i) order.push_back(gen.uniform(0, kScenarios - 1));
@@ -121,13 +127,18 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     guard_misses += rep.guard_misses;
     replans += rep.replans;
     compiled += rep.compilations;
-    for (const RegionReport& r : rep.regions) hits += r.cache_hit;
+    for (const RegionReport& r : rep.regions) {
+      hits += r.cache_hit;
+      dynamic += r.dynamic && r.compiled;
+      dynamic_calls += r.dynamic ? r.kernel_calls : 0;
+    }
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << twins << " twin chains, "
                  << computed << " computed shapes), " << calls << " calls: " << compiled
-                 << " kernels compiled, " << hits << " regions from the cache, " << kernel_calls
+                 << " kernels compiled, " << hits << " regions from the cache, " << dynamic
+                 << " dynamic regions compiled (" << dynamic_calls << " calls), " << kernel_calls
                  << " kernel calls, " << guard_misses << " guard misses, " << replans
                  << " re-plans; " << failed << " failed (" << failed_shape << " on a shape, "
                  << failed_with_cache_hits << " with cached kernels); " << secs << " s");

@@ -10,7 +10,8 @@ using namespace sgraph;
 using namespace sgraph::test;
 
 TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops form a region") {
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 3});
+  // The method's first tier alone: changed ops are interpreted.
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 3, .dynamic = false});
   CHECK_FALSE(s.planned());
   for (int64_t batch : {2, 2, 5}) s.run({random_f32({batch, 4}, 10)});
   REQUIRE(s.planned());
@@ -107,8 +108,44 @@ TEST_CASE("Session: the encoder block with a changing sequence length") {
     CHECK(contains(o.change, "17"));
   }
   CHECK(changed == static_cast<int>(r.ops.size()));  // every op depends on the sequence
-  CHECK(r.regions.empty());
-  CHECK(contains(r.to_text(), "0 stable, 54 changed; 0 regions"));
+  CHECK(contains(r.to_text(), "0 stable, 54 changed;"));
+  // The second tier: every region is dynamic (over the sequence length), none static.
+  REQUIRE_FALSE(r.regions.empty());
+  for (const RegionReport& reg : r.regions) CHECK(reg.dynamic);
+}
+
+TEST_CASE("Session: changed ops form a dynamic region, compiled once and hit for every batch") {
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 3, .threads = 1});
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
+  for (int64_t batch : {2, 3, 5}) s.run({random_f32({batch, 4}, 10)});
+  Report r = s.report();
+  REQUIRE(r.regions.size() == 2);
+  const RegionReport& weights = r.regions[0];
+  const RegionReport& dyn = r.regions[1];
+  CHECK_FALSE(weights.dynamic);
+  CHECK(dyn.dynamic);
+  CHECK(dyn.nodes == std::vector<std::string>{"bias", "y"});
+  CHECK(dyn.symbols == std::vector<std::string>{"batch"});
+  CHECK(dyn.compiled);
+  CHECK(r.symbols == std::vector<std::string>{"batch = 2,3,5"});
+  // fc (MatMul) changed too, but its lowering takes no symbolic dims yet.
+  CHECK(op_named(r, "fc").reason == "changed");
+  CHECK(contains(op_named(r, "fc").why_not_dynamic, "takes no symbolic dims"));
+  CHECK(op_named(r, "y").symbolic_shapes == "bias[batch,3] -> y[batch,3]");
+  const int compilations = r.compilations;
+  for (int64_t batch : {7, 1, 33, 2, 1023, 7}) {
+    CAPTURE(batch);
+    const Tensor x = random_f32({batch, 4}, static_cast<uint32_t>(batch));
+    check_tensors_close(s.run({x})[0], ref.run({x})[0]);
+  }
+  r = s.report();
+  CHECK(r.compilations == compilations);  // no batch compiled anything
+  CHECK(r.regions[1].kernel_calls == 6);
+  CHECK(r.regions[1].guard_misses == 0);
+  CHECK(r.regions[1].compiles == 1);
+  CHECK(r.regions[1].dynamic_bytes >= 1023 * 3 * 4);  // grown to the largest batch
+  CHECK(r.replans == 0);
+  CHECK(contains(r.to_text(), "region 1 (dynamic: batch)"));
 }
 
 TEST_CASE("Report: JSON and DOT carry the same decisions") {

@@ -259,3 +259,121 @@ TEST_CASE("ShapeTracker: misuse is an internal error, not a crash") {
   CHECK(contains(error_of([&] { st.on_op(e); }), "outside begin_run()"));
   CHECK(contains(error_of([&] { (void)st.changed(4); }), "node 4 out of range (4 nodes)"));
 }
+
+// ---- symbolic dims (the dynamic tier's view of the warm-up)
+
+TEST_CASE("ShapeTracker: symbolic dims of the attention block, one symbol named by dim_param") {
+  Graph g = attention();
+  ShapeTracker st(g);
+  warm_up(g, st, {seq(4), seq(7), seq(5)});
+  const ShapeTracker::SymbolicDims sd = st.symbolic_dims();
+  REQUIRE(sd.symbols.size() == 1);
+  CHECK(sd.symbols[0].name == "seq");
+  CHECK(sd.symbols[0].seen == Ints{4, 7, 5});
+  const auto shape_of = [&](const char* name) {
+    const ValueId v = g.find_value(name);
+    REQUIRE(v != kNoValue);
+    REQUIRE(sd.values[v].has_value());
+    return sym_shape_str(*sd.values[v], sd.symbols);
+  };
+  CHECK(shape_of("x") == "[1,seq,8]");
+  CHECK(shape_of("scores") == "[1,seq,seq]");
+  CHECK(shape_of("kt") == "[1,8,seq]");
+  CHECK(shape_of("out") == "[seq,8]");
+  CHECK(shape_of("wq_scaled") == "[8,8]");
+}
+
+namespace {
+// x [n,4] -> Concat(x, x) on axis 0 -> [2n,4]; Pad one row at the end -> [2n+1,4]; and an
+// unrelated y [m,4] -> Relu.
+Graph related_dims() {
+  GraphBuilder b("related");
+  ValueId x = b.input("x", DType::f32, {Dim(), 4});
+  ValueId y = b.input("y", DType::f32, {Dim(), 4});
+  ValueId cat = b.node(OpKind::Concat, {x, x}, {{"axis", int64_t{0}}}, 1, "cat").front();
+  ValueId pad = b.node(OpKind::Pad, {cat, b.ints({0, 0, 1, 0})}, {}, 1, "pad").front();
+  b.output(pad, "p");
+  b.output(b.node(OpKind::Relu, {y}, {}, 1, "r").front(), "q");
+  return b.build();
+}
+std::vector<Tensor> xy(int64_t n, int64_t m) {
+  return {random_f32({n, 4}, 1), random_f32({m, 4}, 2)};
+}
+}  // namespace
+
+TEST_CASE("ShapeTracker: affine relations need three distinct values of the symbol") {
+  Graph g = related_dims();
+  const auto shapes = [&](ShapeTracker& st) {
+    const ShapeTracker::SymbolicDims sd = st.symbolic_dims();
+    std::string out;
+    for (const char* name : {"x", "cat", "p", "y"})
+      out += sym_shape_str(*sd.values[g.find_value(name)], sd.symbols) + " ";
+    return out;
+  };
+  SUBCASE("three values: 2*s and 2*s+1 relate to x's symbol; y's equal values join it") {
+    ShapeTracker st(g);
+    warm_up(g, st, {xy(3, 3), xy(5, 5), xy(4, 4)});
+    CHECK(shapes(st) == "[s0,4] [2*s0,4] [2*s0+1,4] [s0,4] ");
+  }
+  SUBCASE("two values: no relation is inferred, every changing sequence is a symbol of its own") {
+    ShapeTracker st(g);
+    warm_up(g, st, {xy(3, 1), xy(5, 2)});
+    CHECK(shapes(st) == "[s0,4] [s2,4] [s3,4] [s1,4] ");  // numbered in value order: y is 1
+  }
+  SUBCASE("y differs from x in one run: y is a symbol of its own") {
+    ShapeTracker st(g);
+    warm_up(g, st, {xy(3, 3), xy(5, 5), xy(4, 6)});
+    CHECK(shapes(st) == "[s0,4] [2*s0,4] [2*s0+1,4] [s1,4] ");
+  }
+  SUBCASE("a rank change, or a run that failed, leaves no trace in the dims") {
+    ShapeTracker st(g);
+    warm_up(g, st, {xy(3, 3), xy(5, 5)});
+    st.begin_run();
+    Interpreter interp(g);
+    OpObserver* obs[] = {&st};
+    interp.run(xy(9, 9), obs);
+    st.abort_run();  // as if run 3 never happened
+    warm_up(g, st, {xy(4, 4)});
+    CHECK(shapes(st) == "[s0,4] [2*s0,4] [2*s0+1,4] [s0,4] ");
+    CHECK(st.symbolic_dims().symbols[0].seen == Ints{3, 5, 4});
+  }
+}
+
+TEST_CASE("ShapeTracker: a value whose rank changed has no symbolic shape") {
+  Graph g = mlp();
+  ShapeTracker st(g);
+  const Node& relu = g.nodes[3];
+  const Tensor a = Tensor::zeros(DType::f32, {6}), b = Tensor::zeros(DType::f32, {2, 3});
+  for (const Tensor* t : {&a, &b}) {
+    st.begin_run();
+    st.on_op(OpEvent{3, relu, std::span<const Tensor>(t, 1), std::span<const Tensor>(t, 1), 1});
+    st.end_run();
+  }
+  const ShapeTracker::SymbolicDims sd = st.symbolic_dims();
+  CHECK_FALSE(sd.values[relu.outputs[0]].has_value());
+  CHECK_FALSE(sd.values[g.inputs[0]].has_value());  // not made in any run
+}
+
+TEST_CASE("bind: symbols from the dims that name them, every other dim checked") {
+  const SymShape p{SymDim::constant(2), SymDim{0, 1, 0}, SymDim{1, 2, 1}, SymDim{0, 1, 1}};
+  std::vector<int64_t> syms(2, 0);
+  std::vector<bool> bound(2, false);
+  REQUIRE(bind_symbols(p, {2, 5, 7, 6}, syms, bound));
+  CHECK(syms == std::vector<int64_t>{5, 3});
+  CHECK(eval_shape(p, syms) == Shape{2, 5, 7, 6});
+  std::vector<bool> none(2, false);
+  CHECK_FALSE(bind_symbols(p, {3, 5, 7, 6}, syms, none));  // a constant differs
+  none.assign(2, false);
+  CHECK_FALSE(bind_symbols(p, {2, 5, 8, 6}, syms, none));  // 2*s1+1 cannot be 8
+  none.assign(2, false);
+  CHECK_FALSE(bind_symbols(p, {2, 5, 7, 7}, syms, none));  // s0+1 with s0 = 5
+  none.assign(2, false);
+  CHECK_FALSE(bind_symbols(p, {2, 5, 7}, syms, none));  // rank
+  none.assign(2, false);
+  CHECK_FALSE(bind_symbols(SymShape{SymDim{0, 1, 2}}, {1}, syms, none));  // s0 = -1
+  // Bound symbols are checked, not rebound.
+  std::vector<bool> first(2, false);
+  REQUIRE(bind_symbols(SymShape{SymDim{0, 1, 0}}, {4}, syms, first));
+  CHECK_FALSE(bind_symbols(SymShape{SymDim{0, 1, 0}}, {5}, syms, first));
+  CHECK(sym_shape_str(p, {{"n", {}}, {"h", {}}}) == "[2,n,2*h+1,n+1]");
+}

@@ -1,0 +1,71 @@
+#include "ir/sym_shape.h"
+
+namespace sgraph {
+
+std::string sym_dim_str(const SymDim& d, const std::vector<Symbol>& symbols) {
+  if (!d.symbolic()) return std::to_string(d.offset);
+  const size_t k = static_cast<size_t>(d.sym);
+  std::string s = k < symbols.size() ? symbols[k].name : "s" + std::to_string(k);
+  if (d.scale != 1) s = std::to_string(d.scale) + "*" + s;
+  if (d.offset > 0) s += "+" + std::to_string(d.offset);
+  if (d.offset < 0) s += std::to_string(d.offset);
+  return s;
+}
+
+std::string sym_shape_str(const SymShape& s, const std::vector<Symbol>& symbols) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ",";
+    out += sym_dim_str(s[i], symbols);
+  }
+  return out + "]";
+}
+
+bool is_static(const SymShape& s) {
+  for (const SymDim& d : s)
+    if (d.symbolic()) return false;
+  return true;
+}
+
+SymShape constant_shape(const Shape& s) {
+  SymShape out;
+  out.reserve(s.size());
+  for (int64_t d : s) out.push_back(SymDim::constant(d));
+  return out;
+}
+
+Shape eval_shape(const SymShape& s, std::span<const int64_t> syms) {
+  Shape out;
+  out.reserve(s.size());
+  for (const SymDim& d : s) out.push_back(d.value(syms));
+  return out;
+}
+
+bool bind_symbols(const SymShape& pattern, const Shape& actual, std::vector<int64_t>& syms,
+                  std::vector<bool>& bound) {
+  if (pattern.size() != actual.size()) return false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const SymDim& d = pattern[i];
+    if (!d.symbolic()) {
+      if (actual[i] != d.offset) return false;
+      continue;
+    }
+    const auto k = static_cast<size_t>(d.sym);
+    if (k >= syms.size() || k >= bound.size()) return false;
+    if (!bound[k]) {
+      int64_t rest = 0;
+      if (__builtin_sub_overflow(actual[i], d.offset, &rest) || d.scale <= 0 ||
+          rest % d.scale != 0 || rest < 0)
+        return false;
+      syms[k] = rest / d.scale;
+      bound[k] = true;
+    }
+    int64_t v = 0;
+    if (__builtin_mul_overflow(d.scale, syms[k], &v) || __builtin_add_overflow(v, d.offset, &v) ||
+        v != actual[i])
+      return false;
+  }
+  return true;
+}
+
+}  // namespace sgraph

@@ -1,0 +1,146 @@
+// KernelBuilder for dynamic regions: shapes whose changing dims are symbols the kernel reads from
+// its `dims` argument. A dim is scale * s + offset (ir/sym_shape.h); static dims stay constants,
+// so an innermost dim that never changed keeps a constant trip count and vectorises as in a static
+// kernel, and a symbolic innermost dim gets LLVM's vector loop with a scalar remainder.
+//
+// The kernel loads the symbols once for its own use (trip counts) and puts the `dims` pointer in
+// the pointer table, so each nest's body loads them at its entry (read-only, noalias: hoisted).
+// A nest runs only when every symbolic dim of its shape is positive: its loops test their bound
+// after the first iteration, so an empty dim must not reach them.
+#include <algorithm>
+
+#include "jit/kernel_builder.h"
+#include "ops/op.h"
+
+namespace sgraph::jit {
+
+using llvm::Value;
+
+namespace {
+std::vector<Shape> static_shapes(const std::vector<SymShape>& sym) {
+  std::vector<Shape> out(sym.size());
+  for (size_t v = 0; v < sym.size(); ++v)
+    if (is_static(sym[v])) out[v] = eval_shape(sym[v], {});
+  return out;
+}
+}  // namespace
+
+KernelBuilder::KernelBuilder(const Graph& g, const Region& r, const std::vector<SymShape>& sym,
+                             size_t num_symbols, llvm::Module& m)
+    : ops::Emitter(b_, g),
+      r_(r),
+      own_shapes_(static_shapes(sym)),
+      shapes_(own_shapes_),
+      sym_(&sym),
+      num_symbols_(num_symbols),
+      ctx_(m.getContext()),
+      m_(m),
+      b_(ctx_) {
+  producer_.assign(g.values.size(), -1);
+  for (int32_t n : r.nodes) producer_[g.nodes[n].outputs[0]] = n;
+  slot_of_.assign(g.values.size(), -1);
+}
+
+bool KernelBuilder::symbolic(ValueId v) const { return !is_static(sym_shape(v)); }
+
+const SymShape& KernelBuilder::sym_shape(ValueId v) const {
+  SG_ASSERT(sym_ && static_cast<size_t>(v) < sym_->size())
+      << "no symbolic shape for value '" << graph.values[v].name << "'";
+  return (*sym_)[v];
+}
+
+void KernelBuilder::load_symbols(Value* dims, std::vector<Value*>& into) {
+  into.clear();
+  for (size_t k = 0; k < num_symbols_; ++k)
+    into.push_back(b_.CreateAlignedLoad(b_.getInt64Ty(),
+                                        b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), dims, k),
+                                        llvm::Align(8), "sym" + std::to_string(k)));
+}
+
+Value* KernelBuilder::dim_value(const SymDim& d) {
+  if (!d.symbolic()) return i64(d.offset);
+  const std::vector<Value*>& syms = ptrs_.empty() ? kernel_syms_ : nest_syms_;
+  SG_ASSERT(static_cast<size_t>(d.sym) < syms.size()) << "symbol " << d.sym << " out of range";
+  Value* x = syms[static_cast<size_t>(d.sym)];
+  if (d.scale != 1) x = b_.CreateMul(x, i64(d.scale), "", true, true);
+  if (d.offset != 0) x = b_.CreateAdd(x, i64(d.offset), "", false, true);
+  return x;
+}
+
+Value* KernelBuilder::sym_offset(const Index& idx, const SymShape& s) {
+  Value* off = nullptr;
+  Value* stride = nullptr;  // nullptr: 1
+  for (size_t d = s.size(); d-- > 0;) {
+    const bool unit = !s[d].symbolic() && s[d].offset == 1;
+    if (!unit) {
+      Value* t = stride ? b_.CreateMul(idx[d], stride, "", true, true) : idx[d];
+      off = off ? b_.CreateAdd(off, t, "", true, true) : t;
+      Value* n = dim_value(s[d]);
+      stride = stride ? b_.CreateMul(stride, n, "", true, true) : n;
+    }
+  }
+  return off ? off : i64(0);
+}
+
+// Operand dims either equal the output's (the same symbol and relation, or the same constant) or
+// are the constant 1 (broadcast): why_not_dynamic admits nothing else.
+Index KernelBuilder::sym_broadcast_index(const Node& n, const Index& idx, const SymShape& out,
+                                         const SymShape& in) {
+  Index r(in.size(), i64(0));
+  SG_ASSERT(in.size() <= out.size()) << ops::node_str(n) << ": operand of higher rank";
+  const size_t lead = out.size() - in.size();
+  for (size_t j = 0; j < in.size(); ++j) {
+    if (in[j] == out[lead + j]) {
+      r[j] = idx[lead + j];
+      continue;
+    }
+    SG_ASSERT(!in[j].symbolic() && in[j].offset == 1)
+        << ops::node_str(n) << ": an operand dim neither the output's nor 1";
+  }
+  return r;
+}
+
+void KernelBuilder::sym_loop_nest(const SymShape& s, bool parallel, const Body& body) {
+  const auto unit = [&](size_t d) { return !s[d].symbolic() && s[d].offset == 1; };
+  if (std::any_of(s.begin(), s.end(),
+                  [](const SymDim& d) { return !d.symbolic() && d.offset == 0; }))
+    return;  // empty for every value of the symbols
+  size_t outer = 0;
+  while (outer < s.size() && unit(outer)) ++outer;
+  // Skip the nest when a symbolic dim is not positive.
+  Value* nonempty = nullptr;
+  for (const SymDim& d : s) {
+    if (!d.symbolic()) continue;
+    Value* pos = b_.CreateICmpSGT(dim_value(d), i64(0));
+    nonempty = nonempty ? b_.CreateAnd(nonempty, pos) : pos;
+  }
+  llvm::BasicBlock* after = nullptr;
+  if (nonempty) {
+    auto* run = llvm::BasicBlock::Create(ctx_, "run", kernel_);
+    after = llvm::BasicBlock::Create(ctx_, "after", kernel_);
+    b_.CreateCondBr(nonempty, run, after);
+    b_.SetInsertPoint(run);
+  }
+  Value* trip = outer < s.size() ? dim_value(s[outer]) : i64(1);
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::Function* bfn = nullptr;
+  llvm::Function* nest = make_nest(bfn);
+  if (parallel) {
+    llvm::FunctionCallee pfor = m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr,
+                                                       ptr, ptr, b_.getInt64Ty());
+    b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, trip});
+  } else {
+    b_.CreateCall(nest, {table_, i64(0), trip});
+  }
+  if (after) {
+    b_.CreateBr(after);
+    b_.SetInsertPoint(after);
+  }
+  const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
+  emit_loops(
+      bfn, s.size(), unit, [&](size_t d) { return dim_value(s[d]); }, outer, 1, body, true);
+  emit_nest_entry(nest, bfn);
+  b_.restoreIP(in_kernel);
+}
+
+}  // namespace sgraph::jit

@@ -1,0 +1,193 @@
+// Dynamic regions: kernels whose changing dims are symbols (jit::compile_dynamic_region), compiled
+// once from the symbolic shapes a ShapeTracker finds in a warm-up, then run on many values of the
+// symbols and checked against the interpreter.
+#include "jit/region_test_util.h"
+#include "runtime/shape_tracker.h"
+
+using namespace sgraph;
+using namespace sgraph::test;
+using namespace sgraph::test::region;
+
+namespace {
+
+// g compiled once as one dynamic region from the symbolic dims of a warm-up over `warmup`.
+struct Dynamic {
+  const Graph& g;
+  Region r;
+  ShapeTracker::SymbolicDims sd;
+  CompiledRegion c;
+
+  Dynamic(const Graph& graph, const std::vector<std::vector<Tensor>>& warmup) : g(graph) {
+    ShapeTracker st(g);
+    Interpreter interp(g);
+    OpObserver* obs[] = {&st};
+    for (const auto& feed : warmup) {
+      st.begin_run();
+      interp.run(feed, obs);
+      st.end_run();
+    }
+    sd = st.symbolic_dims();
+    r = whole_graph(g);
+    r.dynamic = true;
+    c = compile_dynamic_region(shared_jit(), g, r, sd.values, sd.symbols.size(), fresh_name());
+  }
+  ~Dynamic() {
+    if (c.kernel.fn) shared_jit().remove(c.kernel.handle);
+  }
+
+  // Runs the kernel on `feeds` (binding the symbols from the inputs' shapes) and checks every
+  // output against the interpreter's (to rounding: vector math). False when the guard does not
+  // hold.
+  bool run_and_check(const std::vector<Tensor>& feeds, int threads = 1) {
+    REQUIRE_MESSAGE(compiled(c), c.why_not);
+    std::vector<int64_t> syms(sd.symbols.size(), 0);
+    std::vector<bool> bound(sd.symbols.size(), false);
+    std::vector<void*> buffers;
+    for (ValueId v : r.inputs) {
+      const Tensor* t = &g.value(v).initializer;
+      if (!t->defined())
+        t = &feeds.at(std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin());
+      if (!bind_symbols(*sd.values[v], t->shape(), syms, bound)) return false;
+      buffers.push_back(const_cast<void*>(t->raw_data()));
+    }
+    std::vector<Tensor> outs;
+    for (ValueId v : r.outputs) {
+      outs.emplace_back(g.value(v).dtype, eval_shape(*sd.values[v], syms));
+      buffers.push_back(outs.back().raw_data());
+    }
+    KernelContext ctx(threads);
+    c.kernel.fn(buffers.data(), syms.data(), &ctx);
+    const std::vector<Tensor> want = Interpreter(g).run(feeds);
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      CAPTURE(i);
+      const Tensor& got =
+          outs[std::find(r.outputs.begin(), r.outputs.end(), g.outputs[i]) - r.outputs.begin()];
+      REQUIRE(got.shape() == want[i].shape());
+      check_tensors_close(got, want[i], 1e-6, 1e-7);
+    }
+    return true;
+  }
+};
+
+const int64_t kValues[] = {1, 2, 7, 17, 64, 1023};
+
+// x [n,32] * w [32] + b [1,32] -> Tanh -> + z [n,1] -> Sigmoid; and x - z as a second output.
+Graph rows() {
+  GraphBuilder b("rows");
+  ValueId x = b.input("x", DType::f32, {Dim("n"), 32});
+  ValueId z = b.input("z", DType::f32, {Dim("n"), 1});
+  ValueId w = b.constant("w", random_f32({32}, 3));
+  ValueId bias = b.constant("b", random_f32({1, 32}, 4));
+  ValueId t = b.node(OpKind::Tanh, {b.add(b.mul(x, w), bias)}, {}, 1, "t").front();
+  b.output(b.node(OpKind::Sigmoid, {b.add(t, z)}, {}, 1, "y").front(), "y");
+  b.output(b.node(OpKind::Sub, {x, z}, {}, 1, "d").front(), "d");
+  return b.build();
+}
+std::vector<Tensor> rows_feed(int64_t n) {
+  return {random_f32({n, 32}, static_cast<uint32_t>(n)), random_f32({n, 1}, 99)};
+}
+
+}  // namespace
+
+TEST_CASE("dynamic region: a symbolic outer dim, compiled once, every value checked") {
+  const Graph g = rows();
+  Dynamic d(g, {rows_feed(3), rows_feed(5)});
+  REQUIRE(d.sd.symbols.size() == 1);
+  CHECK(sym_shape_str(*d.sd.values[g.find_value("y")], d.sd.symbols) == "[n,32]");
+  for (int64_t n : kValues) {
+    CAPTURE(n);
+    CHECK(d.run_and_check(rows_feed(n)));
+    CHECK(d.run_and_check(rows_feed(n), /*threads=*/2));
+  }
+  CHECK(d.run_and_check(rows_feed(0)));  // empty: the nests do not run
+  CHECK_FALSE(d.run_and_check({random_f32({4, 31}, 1), random_f32({4, 1}, 2)}));  // a static dim
+  CHECK_FALSE(d.run_and_check({random_f32({4, 32}, 1), random_f32({5, 1}, 2)}));  // n != n
+}
+
+TEST_CASE("dynamic region: a symbolic innermost dim broadcast against a static one") {
+  // x [4,m] + c [4,1] -> Relu, * x; the vector loop over m has a remainder.
+  GraphBuilder b("cols");
+  ValueId x = b.input("x", DType::f32, {4, Dim("m")});
+  ValueId c = b.constant("c", random_f32({4, 1}, 8));
+  b.output(b.mul(b.node(OpKind::Relu, {b.add(x, c)}, {}, 1, "r").front(), x), "y");
+  const Graph g = b.build();
+  const auto feed = [](int64_t m) {
+    return std::vector<Tensor>{random_f32({4, m}, static_cast<uint32_t>(m))};
+  };
+  Dynamic d(g, {feed(9), feed(16)});
+  for (int64_t m : kValues) {
+    CAPTURE(m);
+    CHECK(d.run_and_check(feed(m)));
+  }
+}
+
+TEST_CASE("dynamic region: two symbols, and a symbol that is one in some calls") {
+  // a [p,q] + b [p,1] + c [1,q]: p and q change independently.
+  GraphBuilder gb("two");
+  ValueId a = gb.input("a", DType::f32, {Dim("p"), Dim("q")});
+  ValueId bb = gb.input("b", DType::f32, {Dim("p"), 1});
+  ValueId c = gb.input("c", DType::f32, {1, Dim("q")});
+  gb.output(gb.node(OpKind::Max, {gb.add(a, bb), c}, {}, 1, "y").front(), "y");
+  const Graph g = gb.build();
+  const auto feed = [](int64_t p, int64_t q) {
+    return std::vector<Tensor>{random_f32({p, q}, 1), random_f32({p, 1}, 2), random_f32({1, q}, 3)};
+  };
+  Dynamic d(g, {feed(2, 5), feed(3, 8), feed(6, 4)});
+  REQUIRE(d.sd.symbols.size() == 2);
+  for (int64_t p : kValues)
+    for (int64_t q : {int64_t{1}, int64_t{3}, int64_t{33}}) {
+      CAPTURE(p);
+      CAPTURE(q);
+      CHECK(d.run_and_check(feed(p, q)));
+    }
+}
+
+TEST_CASE("dynamic region: an input dim related affinely to the symbol binds it") {
+  // x [n] and a Pad'ed... no op makes 2n+1 elementwise, so the pattern is given: x [2*n+1] + y.
+  GraphBuilder b("affine");
+  ValueId x = b.input("x", DType::f32, {Dim()});
+  ValueId y = b.input("y", DType::f32, {Dim()});
+  b.output(b.add(x, y), "z");
+  const Graph g = b.build();
+  const auto feed = [](int64_t n) {
+    return std::vector<Tensor>{random_f32({n}, 1), random_f32({n}, 2)};
+  };
+  Dynamic d(g, {feed(3), feed(5), feed(9)});
+  // Overwrite the warm-up's patterns with 2*s+1 (what Concat/Pad would make upstream).
+  for (auto& s : d.sd.values)
+    if (s && !s->empty()) (*s)[0] = SymDim{0, 2, 1};
+  shared_jit().remove(d.c.kernel.handle);
+  d.c = compile_dynamic_region(shared_jit(), g, d.r, d.sd.values, 1, fresh_name());
+  for (int64_t n : {1, 3, 15, 1025}) CHECK(d.run_and_check(feed(n)));
+  CHECK_FALSE(d.run_and_check(feed(4)));  // not 2*s+1
+}
+
+TEST_CASE("why_not_dynamic: what the dynamic tier does not compile yet, and why") {
+  GraphBuilder b("no");
+  ValueId x = b.input("x", DType::f32, {Dim("n"), 8});
+  ValueId y = b.input("y", DType::f32, {Dim("m"), 8});
+  ValueId w = b.constant("w", random_f32({8, 8}, 1));
+  b.output(b.add(x, y), "s");     // n vs m: different symbols
+  b.output(b.matmul(x, w), "p");  // a materialising op
+  const Graph g = b.build();
+  const auto feed = [](int64_t n, int64_t m) {
+    return std::vector<Tensor>{random_f32({n, 8}, 1), random_f32({m, 8}, 2)};
+  };
+  ShapeTracker st(g);
+  Interpreter interp(g);
+  OpObserver* obs[] = {&st};
+  for (auto [n, m] : {std::pair<int64_t, int64_t>{2, 1}, {3, 3}, {4, 1}}) {
+    st.begin_run();
+    interp.run(feed(n, m), obs);
+    st.end_run();
+  }
+  const auto sd = st.symbolic_dims();
+  CHECK(contains(why_not_dynamic(g, g.nodes[0], sd.values), "neither the output's nor 1"));
+  CHECK(contains(why_not_dynamic(g, g.nodes[1], sd.values), "takes no symbolic dims"));
+  // A region containing such a node is not compiled, and says which node.
+  Region r = whole_graph(g);
+  r.dynamic = true;
+  const CompiledRegion c = compile_dynamic_region(shared_jit(), g, r, sd.values, 2, fresh_name());
+  CHECK_FALSE(compiled(c));
+  CHECK(contains(c.why_not, "(Add)"));
+}
