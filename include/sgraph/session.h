@@ -41,7 +41,9 @@ struct SessionOptions {
   bool interpret_only = false;  // no profiling, no planning: every run interprets
   // A region's changed ops are re-planned once it has missed its guard this many times since it
   // was planned AND at least as often as its kernel ran: an occasional other shape (an epoch's
-  // smaller last batch) keeps the kernel and just falls back for that call.
+  // smaller last batch) keeps the kernel and just falls back for that call. At a re-plan, the
+  // call's inputs are interpreted once more, observed like a warm-up run: the dims that changed
+  // while serving are then symbols, so the changed ops can join dynamic regions.
   int max_guard_misses = 4;
   bool jit = true;  // compile regions (else they are planned but interpreted)
   // The second tier: changed ops whose changing dims the warm-up saw as symbols join dynamic

@@ -146,15 +146,36 @@ struct Session::Impl {
                  r.misses_since_plan >= r.hits_since_plan;
         });
     if (replan_due) {
+      // The ops whose shapes differ are changed for good; this call's inputs are interpreted
+      // once more, observed like a warm-up run, so that the dims that changed are symbols of the
+      // new plan (their ops then join dynamic regions: compiled once more, for every value).
       for (auto& [node, what] : serving->take()) tracker->mark_changed(node, runs, what);
       ++replans;
       SG_LOG(1) << "re-planning graph '" << graph.name << "' after repeated guard misses";
+      observe(inputs);
       plan();
     }
     return out;
   }
 
   // 2. classify and 3. partition; 4. compile the regions not compiled before.
+  // A warm-up-like run of `inputs` for the tracker and profiler only (its outputs are dropped);
+  // one that throws leaves them as they were.
+  void observe(const std::vector<Tensor>& inputs) {
+    OpObserver* obs[] = {tracker.get(), profiler.get()};
+    tracker->begin_run();
+    profiler->begin_run();
+    try {
+      interpreter->run(inputs, obs);
+    } catch (...) {
+      tracker->abort_run();
+      profiler->abort_run();
+      return;
+    }
+    profiler->end_run();
+    tracker->end_run();
+  }
+
   void plan() {
     const std::vector<bool> stable = tracker->stable();
     symbolic = tracker->symbolic_dims();
@@ -163,21 +184,33 @@ struct Session::Impl {
     std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
     exec.reset();
     std::vector<RegionPlan> plans;
+    std::vector<bool> kept(old.size(), false);
     for (const Region& r : partition.regions) {
-      auto same = std::find_if(old.begin(), old.end(),
-                               [&](const RegionPlan& p) { return p.region.nodes == r.nodes; });
-      if (same != old.end()) {  // unchanged region: keep its kernel and counters
+      // An unchanged region keeps its kernel and counters: the same nodes, and for a dynamic
+      // region the same symbolic shapes (a dim that became a symbol makes it a new region).
+      RegionPlan p = r.dynamic ? dynamic_shapes(r) : RegionPlan{};
+      auto same = std::find_if(old.begin(), old.end(), [&](const RegionPlan& o) {
+        return o.region.nodes == r.nodes && o.region.dynamic == r.dynamic &&
+               o.planned_sym == p.planned_sym && o.symbols == p.symbols;
+      });
+      if (same != old.end()) {
         same->misses_since_plan = same->hits_since_plan = 0;
+        kept[static_cast<size_t>(same - old.begin())] = true;
         plans.push_back(std::move(*same));
         continue;
       }
-      plans.push_back(r.dynamic
-                          ? make_dynamic_plan(r, *profiler)
-                          : make_plan(r, value_shapes, *profiler, jit::Jit::Reuse::same_code));
+      if (r.dynamic) {
+        compile_dynamic(p);
+        plan_threads(p, *profiler);
+        plans.push_back(std::move(p));
+      } else {
+        plans.push_back(make_plan(r, value_shapes, *profiler, jit::Jit::Reuse::same_code));
+      }
     }
-    for (const RegionPlan& gone : old) {   // regions not kept: keep their counts (their kernels
-      dropped_calls += gone.kernel_calls;  // stay in the cache for the session's lifetime)
-      dropped_misses += gone.guard_misses;
+    for (size_t i = 0; i < old.size(); ++i) {  // regions not kept: keep their counts (their
+      if (kept[i]) continue;                   // kernels stay in the cache for the session)
+      dropped_calls += old[i].kernel_calls;
+      dropped_misses += old[i].guard_misses;
     }
     exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
                                              WarmupShapes{value_shapes, stable}, subgraphs.get());
@@ -220,14 +253,12 @@ struct Session::Impl {
     return ro;
   }
 
-  // A dynamic region's plan: its shapes over symbols of its own (numbered in the order its
-  // inputs name them, so that regions of the same code share a kernel whatever the graph's
-  // numbering), then its kernel and threads.
-  RegionPlan make_dynamic_plan(const Region& r, const OpProfiler& prof) {
+  // A dynamic region's shapes over symbols of its own (numbered in the order its inputs name
+  // them, so that regions of the same code share a kernel whatever the graph's numbering).
+  RegionPlan dynamic_shapes(const Region& r) const {
     RegionPlan p;
     p.region = r;
     std::vector<int32_t> local(symbolic.symbols.size(), -1);
-    bool unbound = false;
     const auto remap = [&](ValueId v, bool from_input) {
       SymShape s = *symbolic.values.at(v);
       for (SymDim& d : s) {
@@ -237,27 +268,49 @@ struct Session::Impl {
           k = static_cast<int32_t>(p.symbols.size());
           p.symbols.push_back(symbolic.symbols[static_cast<size_t>(d.sym)].name);
         }
-        unbound |= k < 0;
+        if (k < 0) p.why_interpreted = "a symbol of its outputs is none of its inputs'";
         d.sym = k;
       }
+      p.planned_sym.push_back(s);
       return s;
     };
-    std::vector<std::optional<SymShape>> shapes(graph.values.size());
-    for (ValueId v : r.inputs) p.input_sym.push_back(*(shapes[v] = remap(v, true)));
+    for (ValueId v : r.inputs) p.input_sym.push_back(remap(v, true));
     for (int32_t n : r.nodes)
-      for (ValueId v : graph.nodes[n].outputs) shapes[v] = remap(v, false);
+      for (ValueId v : graph.nodes[n].outputs) remap(v, false);
     for (ValueId v : r.outputs) {
-      p.output_sym.push_back(*shapes[v]);
+      p.output_sym.push_back(p.planned_sym[value_index(r, v)]);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
-    if (unbound)
-      p.why_interpreted = "a symbol of its outputs is none of its inputs'";
-    else
-      compile(p, [&](jit::Jit& j) {
-        return jit::compile_dynamic_region(j, graph, r, shapes, p.symbols.size(), "sg_dynamic");
-      });
-    plan_threads(p, prof);
     return p;
+  }
+
+  // Where value v's shape is in RegionPlan::planned_sym (the region's inputs, then its nodes'
+  // outputs).
+  size_t value_index(const Region& r, ValueId v) const {
+    size_t i = 0;
+    for (ValueId u : r.inputs) {
+      if (u == v) return i;
+      ++i;
+    }
+    for (int32_t n : r.nodes)
+      for (ValueId u : graph.nodes[n].outputs) {
+        if (u == v) return i;
+        ++i;
+      }
+    SG_ASSERT(false) << "value '" << graph.values[v].name << "' is not in the region";
+    return 0;
+  }
+
+  void compile_dynamic(RegionPlan& p) {
+    if (!p.why_interpreted.empty()) return;
+    std::vector<std::optional<SymShape>> shapes(graph.values.size());
+    for (ValueId v : p.region.inputs) shapes[v] = p.planned_sym[value_index(p.region, v)];
+    for (int32_t n : p.region.nodes)
+      for (ValueId v : graph.nodes[n].outputs) shapes[v] = p.planned_sym[value_index(p.region, v)];
+    compile(p, [&](jit::Jit& j) {
+      return jit::compile_dynamic_region(j, graph, p.region, shapes, p.symbols.size(),
+                                         "sg_dynamic");
+    });
   }
 
   // Every value's shape as the tracker's latest run saw it (the shapes kernels are compiled for).

@@ -83,10 +83,28 @@ TEST_CASE("Session: guard misses fall back, then re-plan only the changed region
     CHECK(op_named(r, n).changed_at_run == 4);
     CHECK(contains(op_named(r, n).change, "[6,"));
   }
-  REQUIRE(r.regions.size() == 1);
+  // The second miss's inputs were observed like a warm-up run, so the batch is now a symbol:
+  // bias and y are a dynamic region (its kernel served the third call), the weight region was
+  // kept as is.
+  REQUIRE(r.regions.size() == 2);
   CHECK(r.regions[0].nodes == std::vector<std::string>{"w_t", "w_scaled"});
   CHECK(r.regions[0].compiles == 1);
   CHECK(r.regions[0].kernel_calls == 3);
+  CHECK(r.regions[1].kernel_calls == 1);
+  CHECK(r.regions[1].nodes == std::vector<std::string>{"bias", "y"});
+  CHECK(r.regions[1].dynamic);
+  CHECK(r.warmup_runs == 3);
+  // Every batch now runs both kernels: no miss, no re-plan, nothing compiled.
+  const int compilations = r.compilations;
+  for (int64_t batch : {6, 3, 11, 1}) {
+    const Tensor x = random_f32({batch, 4}, 40);
+    check_tensors_close(s.run({x})[0], ref.run({x})[0]);
+  }
+  const Report after = s.report();
+  CHECK(after.replans == 1);
+  CHECK(after.compilations == compilations);
+  CHECK(after.regions[1].kernel_calls == 5);
+  CHECK(after.regions[1].guard_misses == 0);
 }
 
 TEST_CASE("Session: the encoder block with a changing sequence length") {
