@@ -27,13 +27,6 @@ bool is_static(const SymShape& s) {
   return true;
 }
 
-SymShape constant_shape(const Shape& s) {
-  SymShape out;
-  out.reserve(s.size());
-  for (int64_t d : s) out.push_back(SymDim::constant(d));
-  return out;
-}
-
 Shape eval_shape(const SymShape& s, std::span<const int64_t> syms) {
   Shape out;
   out.reserve(s.size());

@@ -20,6 +20,7 @@ struct SymDim {
 
   static SymDim constant(int64_t v) { return SymDim{-1, 1, v}; }
   bool symbolic() const { return sym >= 0; }
+  bool is_one() const { return sym < 0 && offset == 1; }  // a static 1: broadcast, no loop
   int64_t value(std::span<const int64_t> syms) const {
     return sym < 0 ? offset : scale * syms[static_cast<size_t>(sym)] + offset;
   }
@@ -37,7 +38,6 @@ std::string sym_dim_str(const SymDim& d, const std::vector<Symbol>& symbols);
 // "[2,seq,32]".
 std::string sym_shape_str(const SymShape& s, const std::vector<Symbol>& symbols);
 bool is_static(const SymShape& s);
-SymShape constant_shape(const Shape& s);
 Shape eval_shape(const SymShape& s, std::span<const int64_t> syms);
 
 // Matches `actual` against `pattern`, binding symbols not bound yet (bound[k] false) from the dims

@@ -260,7 +260,7 @@ void KernelBuilder::emit_output_nest(ValueId v) {
   if (dynamic()) {
     const SymShape& s = sym_shape(v);
     sym_loop_nest(s, /*parallel=*/true,
-                  [&](const Index& idx) { store(v, sym_offset(idx, s), element(v, idx)); });
+                  [&](const Index& idx) { store(v, value_offset(idx, v), element(v, idx)); });
     return;
   }
   coalesce(v);

@@ -128,7 +128,7 @@ std::string why_not_dynamic(const Graph& g, const Node& n,
     for (size_t j = 0; j < in.size(); ++j) {
       if (in[j] == out[lead + j]) {
         made[lead + j] = true;
-      } else if (in[j].symbolic() || in[j].offset != 1) {
+      } else if (!in[j].is_one()) {
         return "operand '" + g.values[v].name + "' dim " + std::to_string(j) +
                " neither the output's nor 1";
       }

@@ -25,10 +25,9 @@
 // `noalias`: outputs must not overlap inputs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <optional>
 
 #include "ir/region.h"
 #include "ir/sym_shape.h"

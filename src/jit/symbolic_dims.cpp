@@ -71,8 +71,7 @@ Value* KernelBuilder::sym_offset(const Index& idx, const SymShape& s) {
   Value* off = nullptr;
   Value* stride = nullptr;  // nullptr: 1
   for (size_t d = s.size(); d-- > 0;) {
-    const bool unit = !s[d].symbolic() && s[d].offset == 1;
-    if (!unit) {
+    if (!s[d].is_one()) {
       Value* t = stride ? b_.CreateMul(idx[d], stride, "", true, true) : idx[d];
       off = off ? b_.CreateAdd(off, t, "", true, true) : t;
       Value* n = dim_value(s[d]);
@@ -94,14 +93,13 @@ Index KernelBuilder::sym_broadcast_index(const Node& n, const Index& idx, const 
       r[j] = idx[lead + j];
       continue;
     }
-    SG_ASSERT(!in[j].symbolic() && in[j].offset == 1)
-        << ops::node_str(n) << ": an operand dim neither the output's nor 1";
+    SG_ASSERT(in[j].is_one()) << ops::node_str(n) << ": an operand dim neither the output's nor 1";
   }
   return r;
 }
 
 void KernelBuilder::sym_loop_nest(const SymShape& s, bool parallel, const Body& body) {
-  const auto unit = [&](size_t d) { return !s[d].symbolic() && s[d].offset == 1; };
+  const auto unit = [&](size_t d) { return s[d].is_one(); };
   if (std::any_of(s.begin(), s.end(),
                   [](const SymDim& d) { return !d.symbolic() && d.offset == 0; }))
     return;  // empty for every value of the symbols

@@ -42,7 +42,7 @@ struct RegionPlan {
   // block kept from call to call and grown to the largest size seen (outputs are outside the
   // arena).
   std::vector<SymShape> input_sym, output_sym;
-  std::vector<SymShape> planned_sym;  // every value's: the inputs', then the nodes' outputs
+  std::vector<std::pair<ValueId, SymShape>> planned_sym;  // every value's it reads or makes
   std::vector<std::string> symbols;
   std::vector<int64_t> sym_values;  // the latest call's
   std::vector<bool> sym_bound;

@@ -107,7 +107,6 @@ class Clusters {
 
   int32_t cluster_of(int32_t node) { return find(group_of_[node]); }
   int32_t size(int32_t cluster) const { return c_[cluster].size; }
-  int8_t tier(int32_t cluster) const { return c_[cluster].tier; }
 
  private:
   struct Cluster {

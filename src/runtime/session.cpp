@@ -158,7 +158,6 @@ struct Session::Impl {
     return out;
   }
 
-  // 2. classify and 3. partition; 4. compile the regions not compiled before.
   // A warm-up-like run of `inputs` for the tracker and profiler only (its outputs are dropped);
   // one that throws leaves them as they were.
   void observe(const std::vector<Tensor>& inputs) {
@@ -176,6 +175,7 @@ struct Session::Impl {
     tracker->end_run();
   }
 
+  // 2. classify and 3. partition; 4. compile the regions not compiled before.
   void plan() {
     const std::vector<bool> stable = tracker->stable();
     symbolic = tracker->symbolic_dims();
@@ -271,42 +271,26 @@ struct Session::Impl {
         if (k < 0) p.why_interpreted = "a symbol of its outputs is none of its inputs'";
         d.sym = k;
       }
-      p.planned_sym.push_back(s);
+      p.planned_sym.emplace_back(v, s);
       return s;
     };
     for (ValueId v : r.inputs) p.input_sym.push_back(remap(v, true));
     for (int32_t n : r.nodes)
       for (ValueId v : graph.nodes[n].outputs) remap(v, false);
-    for (ValueId v : r.outputs) {
-      p.output_sym.push_back(p.planned_sym[value_index(r, v)]);
+    for (ValueId v : r.outputs) {  // (in Region::outputs' order, the kernel's)
+      const auto at = std::find_if(p.planned_sym.begin(), p.planned_sym.end(),
+                                   [&](const auto& vs) { return vs.first == v; });
+      SG_ASSERT(at != p.planned_sym.end()) << "a region output no node of it makes";
+      p.output_sym.push_back(at->second);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
     return p;
   }
 
-  // Where value v's shape is in RegionPlan::planned_sym (the region's inputs, then its nodes'
-  // outputs).
-  size_t value_index(const Region& r, ValueId v) const {
-    size_t i = 0;
-    for (ValueId u : r.inputs) {
-      if (u == v) return i;
-      ++i;
-    }
-    for (int32_t n : r.nodes)
-      for (ValueId u : graph.nodes[n].outputs) {
-        if (u == v) return i;
-        ++i;
-      }
-    SG_ASSERT(false) << "value '" << graph.values[v].name << "' is not in the region";
-    return 0;
-  }
-
   void compile_dynamic(RegionPlan& p) {
     if (!p.why_interpreted.empty()) return;
     std::vector<std::optional<SymShape>> shapes(graph.values.size());
-    for (ValueId v : p.region.inputs) shapes[v] = p.planned_sym[value_index(p.region, v)];
-    for (int32_t n : p.region.nodes)
-      for (ValueId v : graph.nodes[n].outputs) shapes[v] = p.planned_sym[value_index(p.region, v)];
+    for (const auto& [v, s] : p.planned_sym) shapes[v] = s;
     compile(p, [&](jit::Jit& j) {
       return jit::compile_dynamic_region(j, graph, p.region, shapes, p.symbols.size(),
                                          "sg_dynamic");

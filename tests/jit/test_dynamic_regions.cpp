@@ -10,6 +10,20 @@ using namespace sgraph::test::region;
 
 namespace {
 
+// The symbolic dims a ShapeTracker finds over warm-up runs of g on `feeds`.
+ShapeTracker::SymbolicDims symbolic_dims_of(const Graph& g,
+                                            const std::vector<std::vector<Tensor>>& feeds) {
+  ShapeTracker st(g);
+  Interpreter interp(g);
+  OpObserver* obs[] = {&st};
+  for (const auto& feed : feeds) {
+    st.begin_run();
+    interp.run(feed, obs);
+    st.end_run();
+  }
+  return st.symbolic_dims();
+}
+
 // g compiled once as one dynamic region from the symbolic dims of a warm-up over `warmup`.
 struct Dynamic {
   const Graph& g;
@@ -17,16 +31,8 @@ struct Dynamic {
   ShapeTracker::SymbolicDims sd;
   CompiledRegion c;
 
-  Dynamic(const Graph& graph, const std::vector<std::vector<Tensor>>& warmup) : g(graph) {
-    ShapeTracker st(g);
-    Interpreter interp(g);
-    OpObserver* obs[] = {&st};
-    for (const auto& feed : warmup) {
-      st.begin_run();
-      interp.run(feed, obs);
-      st.end_run();
-    }
-    sd = st.symbolic_dims();
+  Dynamic(const Graph& graph, const std::vector<std::vector<Tensor>>& warmup)
+      : g(graph), sd(symbolic_dims_of(g, warmup)) {
     r = whole_graph(g);
     r.dynamic = true;
     c = compile_dynamic_region(shared_jit(), g, r, sd.values, sd.symbols.size(), fresh_name());
@@ -173,15 +179,7 @@ TEST_CASE("why_not_dynamic: what the dynamic tier does not compile yet, and why"
   const auto feed = [](int64_t n, int64_t m) {
     return std::vector<Tensor>{random_f32({n, 8}, 1), random_f32({m, 8}, 2)};
   };
-  ShapeTracker st(g);
-  Interpreter interp(g);
-  OpObserver* obs[] = {&st};
-  for (auto [n, m] : {std::pair<int64_t, int64_t>{2, 1}, {3, 3}, {4, 1}}) {
-    st.begin_run();
-    interp.run(feed(n, m), obs);
-    st.end_run();
-  }
-  const auto sd = st.symbolic_dims();
+  const auto sd = symbolic_dims_of(g, {feed(2, 1), feed(3, 3), feed(4, 1)});
   CHECK(contains(why_not_dynamic(g, g.nodes[0], sd.values), "neither the output's nor 1"));
   CHECK(contains(why_not_dynamic(g, g.nodes[1], sd.values), "takes no symbolic dims"));
   // A region containing such a node is not compiled, and says which node.
