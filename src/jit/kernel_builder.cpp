@@ -289,6 +289,7 @@ Value* KernelBuilder::element_at_offset(ValueId v, Value* off) {
   if (producer_[v] < 0) return load(v, off);
   if (auto it = held_.find(v); it != held_.end())
     return it->second.finish(b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, off)));
+  if (dynamic()) return sym_element_at_offset(v, off);
   const Shape& s = shape(v);
   Index idx(s.size(), i64(0));
   size_t first = 0;  // the outermost dim of size > 1 takes what is left of the offset
@@ -324,8 +325,7 @@ Value* KernelBuilder::compute(const Node& n, const Index& idx) {
 
 // The index of operand i that output index idx reads: numpy-broadcast, or per channel.
 Index KernelBuilder::operand_index(const Node& n, size_t i, const Index& idx) {
-  if (dynamic())
-    return sym_broadcast_index(n, idx, sym_shape(n.outputs[0]), sym_shape(n.inputs[i]));
+  if (dynamic()) return broadcast_index(n, idx, sym_shape(n.outputs[0]), sym_shape(n.inputs[i]));
   const ops::Lowering* lowering = ops::op_def(n.op).lowering;
   if (lowering && lowering->per_channel && lowering->per_channel(n, i))
     return channel_index(n, n.inputs[i], idx);
@@ -333,7 +333,7 @@ Index KernelBuilder::operand_index(const Node& n, size_t i, const Index& idx) {
 }
 
 Value* KernelBuilder::value_offset(const Index& idx, ValueId v) {
-  return dynamic() ? sym_offset(idx, sym_shape(v)) : offset_of(idx, shape(v));
+  return dynamic() ? offset_of(idx, sym_shape(v)) : offset_of(idx, shape(v));
 }
 
 Value* KernelBuilder::address(ValueId v, Value* off) {
@@ -407,13 +407,24 @@ LocalBuffer KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
   return l;
 }
 
+// The scratch block: the static parts at constant offsets, then the symbolic ones, placed from
+// the symbols (the runtime sizes the block with the same sums, see scratch_sym()).
 void KernelBuilder::allocate_heap() {
-  if (heap_bytes_ == 0) return;
+  if (heap_bytes_ == 0 && sym_parts_.empty()) return;
   const auto slot = static_cast<uint64_t>(r_.inputs.size() + r_.outputs.size());
   heap_ = b_.CreateLoad(b_.getPtrTy(),
                         b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), kernel_->getArg(0), slot));
   for (const auto& [slot, offset] : heap_parts_)
     local_alloc_[slot] = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), heap_, offset);
+  Value* at = i64(heap_bytes_);
+  for (size_t k = 0; k < sym_parts_.size(); ++k) {
+    local_alloc_[sym_part_slots_[k]] = b_.CreateInBoundsGEP(b_.getInt8Ty(), heap_, at);
+    Value* bytes =
+        b_.CreateMul(count(sym_parts_[k].second), i64(sym_parts_[k].first), "", true, true);
+    bytes = b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(bytes, i64(63), "", true, true), i64(64)),
+                         i64(64), "", true, true);
+    at = b_.CreateAdd(at, bytes, "", true, true);
+  }
 }
 
 void KernelBuilder::hold(ValueId v, LocalBuffer l, Finish finish) {
@@ -424,13 +435,14 @@ void KernelBuilder::hold(ValueId v, LocalBuffer l, Finish finish) {
 // sgraph_gemm_f32/f64 over call.a_off.size() batch items (offsets in elements; all 0: none
 // passed), or with const_b, sgraph_gemm_const_b_f32 (B packed once per plan; b_off all 0).
 void KernelBuilder::call_gemm(const ops::GemmCall& call) {
-  SG_ASSERT(call.a_off.size() == call.b_off.size()) << "GEMM batch offsets differ in count";
+  SG_ASSERT(call.items || call.a_off.size() == call.b_off.size())
+      << "GEMM batch offsets differ in count";
   llvm::Type* i64t = b_.getInt64Ty();
   llvm::Type* ptr = b_.getPtrTy();
-  const auto offsets = [&](const std::vector<int64_t>& off) -> Value* {
+  const auto offsets = [&](const std::vector<int64_t>& off, Value* scale) -> Value* {
     if (std::all_of(off.begin(), off.end(), [](int64_t o) { return o == 0; }))
       return llvm::ConstantPointerNull::get(b_.getPtrTy());
-    return i64_array(off);
+    return gemm_offsets(off, scale);
   };
   // The same arguments for each helper; sgraph_gemm_const_b_f32's B offsets are null.
   const char* fn = call.const_b               ? "sgraph_gemm_const_b_f32"
@@ -439,10 +451,36 @@ void KernelBuilder::call_gemm(const ops::GemmCall& call) {
   llvm::FunctionCallee gemm =
       m_.getOrInsertFunction(fn, b_.getVoidTy(), ptr, i64t, i64t, i64t, i64t, ptr, ptr, i64t, ptr,
                              ptr, i64t, ptr, b_.getDoubleTy());
-  b_.CreateCall(gemm, {kernel_->getArg(2), i64(static_cast<int64_t>(call.a_off.size())),
-                       i64(call.M), i64(call.N), i64(call.K), call.a, offsets(call.a_off),
-                       i64(call.ta ? 1 : 0), call.b, offsets(call.b_off), i64(call.tb ? 1 : 0),
-                       call.c, llvm::ConstantFP::get(b_.getDoubleTy(), call.alpha)});
+  Value* items = call.items ? call.items : i64(static_cast<int64_t>(call.a_off.size()));
+  Value* a_off = call.items ? call.a_items : offsets(call.a_off, call.a_scale);
+  Value* b_off = call.items ? call.b_items : offsets(call.b_off, call.b_scale);
+  b_.CreateCall(gemm, {kernel_->getArg(2), items, call.M, call.N, call.K, call.a, a_off,
+                       i64(call.ta ? 1 : 0), call.b, b_off, i64(call.tb ? 1 : 0), call.c,
+                       llvm::ConstantFP::get(b_.getDoubleTy(), call.alpha)});
+}
+
+// A GEMM's batch offsets: a constant table, or (scale: a matrix size known at run time) the table
+// times scale, computed by a loop in the kernel's frame into an array on its stack.
+Value* KernelBuilder::gemm_offsets(const std::vector<int64_t>& off, Value* scale) {
+  Value* table = i64_array(off);
+  if (!scale) return table;
+  llvm::Type* i64t = b_.getInt64Ty();
+  const auto n = static_cast<int64_t>(off.size());
+  Value* out = b_.CreateAlloca(i64t, i64(n), "gemm_off");
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "offsets", kernel_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "offsets_done", kernel_);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* i = b_.CreatePHI(i64t, 2);
+  i->addIncoming(i64(0), pre);
+  Value* x = b_.CreateLoad(i64t, b_.CreateInBoundsGEP(i64t, table, i));
+  b_.CreateStore(b_.CreateMul(x, scale, "", true, true), b_.CreateInBoundsGEP(i64t, out, i));
+  Value* next = b_.CreateAdd(i, i64(1), "", true, true);
+  i->addIncoming(next, loop);
+  b_.CreateCondBr(b_.CreateICmpSLT(next, i64(n)), loop, done);
+  b_.SetInsertPoint(done);
+  return out;
 }
 
 }  // namespace sgraph::jit

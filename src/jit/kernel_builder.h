@@ -47,6 +47,9 @@ class KernelBuilder final : public ops::Emitter {
   void build(const std::string& name);
   // Bytes of the scratch block the kernel expects after its outputs (0: none), 64-byte aligned.
   int64_t scratch_bytes() const { return heap_bytes_; }
+  // A dynamic region's local buffers of symbolic size, placed after those: per buffer, its
+  // element bytes and the dims whose product is its element count (each part 64-byte aligned).
+  const std::vector<std::pair<int64_t, SymShape>>& scratch_sym() const { return sym_parts_; }
 
   // ---- ops::Emitter
   const Shape& planned_shape(ValueId v) const override;
@@ -68,6 +71,13 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Value* i64_array(const Ints& values) override;
   llvm::Value* f64_array(const std::vector<double>& values) override;
   std::any& state(const Node& n) override { return state_[&n]; }
+  bool dynamic() const override { return sym_ != nullptr; }
+  SymShape dims(ValueId v) const override;
+  llvm::Value* dim(const SymDim& d) override { return dim_value(d); }
+  void loop_nest(const SymShape& s, bool parallel, const Body& body, bool unroll = true) override;
+  LocalBuffer local_buffer(llvm::Type* t, const SymShape& s) override;
+  using ops::Emitter::broadcast_index;
+  using ops::Emitter::offset_of;
 
  private:
   // A pointer the kernel uses: a buffer argument (region input or output) or a local buffer.
@@ -101,14 +111,12 @@ class KernelBuilder final : public ops::Emitter {
   Index operand_index(const Node& n, size_t i, const Index& idx);
 
   // ---- symbolic dims (symbolic_dims.cpp)
-  bool dynamic() const { return sym_ != nullptr; }
   bool symbolic(ValueId v) const;
   const SymShape& sym_shape(ValueId v) const;
   // A dim's value: in a nest's body (the symbols it loaded) or in the kernel.
   llvm::Value* dim_value(const SymDim& d);
-  llvm::Value* sym_offset(const Index& idx, const SymShape& s);
-  Index sym_broadcast_index(const Node& n, const Index& idx, const SymShape& out,
-                            const SymShape& in);
+  llvm::Value* sym_element_at_offset(ValueId v, llvm::Value* off);
+  llvm::Value* gemm_offsets(const std::vector<int64_t>& off, llvm::Value* scale);
   void sym_loop_nest(const SymShape& s, bool parallel, const Body& body);
   void load_symbols(llvm::Value* dims, std::vector<llvm::Value*>& into);
 
@@ -139,7 +147,9 @@ class KernelBuilder final : public ops::Emitter {
   std::map<const Node*, std::any> state_;            // lowerings' per-node plans
   std::vector<std::pair<int, int64_t>> heap_parts_;  // large local buffers: slot, offset
   int64_t heap_bytes_ = 0;                           // their block's size
-  llvm::Value* heap_ = nullptr;                      // the block, the caller's scratch
+  std::vector<std::pair<int64_t, SymShape>> sym_parts_;  // symbolic-size ones (after them)
+  std::vector<int> sym_part_slots_;                      // and their slots
+  llvm::Value* heap_ = nullptr;                          // the block, the caller's scratch
 };
 
 }  // namespace sgraph::jit

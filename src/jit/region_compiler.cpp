@@ -89,6 +89,7 @@ CompiledRegion compile_with(Jit& jit, const Region& r, const std::string& name, 
   KernelBuilder builder = make(*m);
   builder.build(name);
   result.scratch_bytes = builder.scratch_bytes();
+  result.scratch_sym = builder.scratch_sym();
   result.kernel = jit.add(std::move(ctx), std::move(m), name, reuse);
   result.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -116,9 +117,14 @@ std::string why_not_dynamic(const Graph& g, const Node& n,
     if (v != kNoValue && !shape_of(v)) return "the rank of '" + g.values[v].name + "' changed";
   if (n.outputs.size() != 1 || !shape_of(n.outputs[0])) return "the rank of its output changed";
   const ops::Lowering* l = ops::op_def(n.op).lowering;
+  const SymShape& out = *shape_of(n.outputs[0]);
+  if (l && l->why_not_dynamic) {
+    std::vector<const SymShape*> in;
+    for (ValueId v : n.inputs) in.push_back(v == kNoValue ? nullptr : shape_of(v));
+    return l->why_not_dynamic(g, n, in, out);
+  }
   if (!ops::op_def(n.op).element || (l && (l->generate || l->materialise || l->per_channel)))
     return "its lowering takes no symbolic dims yet";
-  const SymShape& out = *shape_of(n.outputs[0]);
   std::vector<bool> made(out.size(), false);  // output dim d is some operand's
   for (ValueId v : n.inputs) {
     if (v == kNoValue) continue;

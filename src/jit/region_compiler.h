@@ -46,6 +46,9 @@ struct CompiledRegion {
   double compile_ms = 0;      // building the IR, optimising, generating code
   std::string why_not;        // why_not_compilable's answer when not compiled
   int64_t scratch_bytes = 0;  // the scratch block the kernel needs (0: none)
+  // A dynamic kernel's scratch parts of symbolic size, after scratch_bytes: per part, its element
+  // bytes and the dims whose product is its element count, each rounded up to 64 bytes.
+  std::vector<std::pair<int64_t, SymShape>> scratch_sym;
 };
 
 // Compiles the region into a kernel named after `name` (the JIT makes the name unique). The kernel

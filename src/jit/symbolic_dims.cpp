@@ -67,35 +67,44 @@ Value* KernelBuilder::dim_value(const SymDim& d) {
   return x;
 }
 
-Value* KernelBuilder::sym_offset(const Index& idx, const SymShape& s) {
-  Value* off = nullptr;
-  Value* stride = nullptr;  // nullptr: 1
-  for (size_t d = s.size(); d-- > 0;) {
-    if (!s[d].is_one()) {
-      Value* t = stride ? b_.CreateMul(idx[d], stride, "", true, true) : idx[d];
-      off = off ? b_.CreateAdd(off, t, "", true, true) : t;
-      Value* n = dim_value(s[d]);
-      stride = stride ? b_.CreateMul(stride, n, "", true, true) : n;
-    }
-  }
-  return off ? off : i64(0);
+SymShape KernelBuilder::dims(ValueId v) const {
+  return dynamic() ? sym_shape(v) : ops::to_sym(shape(v));
 }
 
-// Operand dims either equal the output's (the same symbol and relation, or the same constant) or
-// are the constant 1 (broadcast): why_not_dynamic admits nothing else.
-Index KernelBuilder::sym_broadcast_index(const Node& n, const Index& idx, const SymShape& out,
-                                         const SymShape& in) {
-  Index r(in.size(), i64(0));
-  SG_ASSERT(in.size() <= out.size()) << ops::node_str(n) << ": operand of higher rank";
-  const size_t lead = out.size() - in.size();
-  for (size_t j = 0; j < in.size(); ++j) {
-    if (in[j] == out[lead + j]) {
-      r[j] = idx[lead + j];
-      continue;
+void KernelBuilder::loop_nest(const SymShape& s, bool parallel, const Body& body, bool unroll) {
+  if (is_static(s))
+    loop_nest(eval_shape(s, {}), parallel, body, unroll);
+  else
+    sym_loop_nest(s, parallel, body);
+}
+
+LocalBuffer KernelBuilder::local_buffer(llvm::Type* t, const SymShape& s) {
+  if (is_static(s)) return local_buffer(t, numel(eval_shape(s, {})));
+  SG_ASSERT(!table_) << "a local buffer asked for after the kernel's buffers were placed";
+  LocalBuffer l{add_slot(t, false, false), t};
+  sym_parts_.emplace_back(static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t)), s);
+  sym_part_slots_.push_back(l.slot);
+  return l;
+}
+
+// v's element at row-major offset `off` of its symbolic shape: the offset split back into an
+// index by the dims' values (the outermost dim takes what is left).
+Value* KernelBuilder::sym_element_at_offset(ValueId v, Value* off) {
+  const SymShape s = sym_shape(v);
+  Index idx(s.size(), i64(0));
+  size_t first = 0;
+  while (first < s.size() && s[first].is_one()) ++first;
+  for (size_t d = s.size(); d-- > first;) {
+    if (s[d].is_one()) continue;
+    if (d == first) {
+      idx[d] = off;
+      break;
     }
-    SG_ASSERT(in[j].is_one()) << ops::node_str(n) << ": an operand dim neither the output's nor 1";
+    Value* n = dim_value(s[d]);
+    idx[d] = b_.CreateURem(off, n);
+    off = b_.CreateUDiv(off, n);
   }
-  return r;
+  return element(v, idx);
 }
 
 void KernelBuilder::sym_loop_nest(const SymShape& s, bool parallel, const Body& body) {

@@ -9,17 +9,17 @@
 
 namespace sgraph::ops {
 
-Shape row_shape(Emitter& e, const Node& n, bool through_last) {
-  Shape s = e.planned_shape(n.inputs[0]);
+SymShape row_shape(Emitter& e, const Node& n, bool through_last) {
+  SymShape s = e.dims(n.inputs[0]);
   const auto axis = static_cast<size_t>(op_axis(n, s.size()));
-  for (size_t d = axis; d < (through_last ? s.size() : axis + 1); ++d) s[d] = 1;
+  for (size_t d = axis; d < (through_last ? s.size() : axis + 1); ++d) s[d] = SymDim::constant(1);
   return s;
 }
 
-llvm::Value* row_offset(Emitter& e, const Index& idx, const Shape& rs) {
+llvm::Value* row_offset(Emitter& e, const Index& idx, const SymShape& rs) {
   Index ri = idx;
   for (size_t d = 0; d < rs.size(); ++d)
-    if (rs[d] == 1) ri[d] = e.i64(0);
+    if (rs[d].is_one()) ri[d] = e.i64(0);
   return e.offset_of(ri, rs);
 }
 
@@ -34,23 +34,38 @@ std::string why_not_layer_norm(const Graph& g, const Node& n) {
   return is_float(in) ? "" : "layer normalization of " + std::string(dtype_name(in));
 }
 
+std::string why_not_dynamic_layer_norm(const Graph&, const Node&,
+                                       const std::vector<const SymShape*>& in,
+                                       const SymShape& out) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i])
+      if (std::string why = sym_broadcasts(*in[i], out); !why.empty()) return why;
+  return "";
+}
+
 void allocate_layer_norm(Emitter& e, const Node& n) {
-  const int64_t rows = numel(row_shape(e, n, true));
+  const SymShape rows = row_shape(e, n, true);
   e.state(n) = LayerNormPlan{e.local_buffer(e.b.getDoubleTy(), rows),
                              e.local_buffer(e.b.getDoubleTy(), rows)};
 }
 
 void materialise_layer_norm(Emitter& e, const Node& n) {
   const ValueId x = n.inputs[0];
-  const Shape& in = e.planned_shape(x);
-  const Shape rs = row_shape(e, n, true);
+  const SymShape in = e.dims(x);
+  const SymShape rs = row_shape(e, n, true);
   const auto& [mu, acc] = e.state_of<LayerNormPlan>(n);
   llvm::IRBuilderBase& b = e.b;
   std::vector<bool> collapsed(rs.size());
-  for (size_t d = 0; d < rs.size(); ++d) collapsed[d] = rs[d] == 1 && in[d] != 1;
+  for (size_t d = 0; d < rs.size(); ++d) collapsed[d] = rs[d].is_one() && !in[d].is_one();
   const bool parallel = outer_kept(in, collapsed);
-  const double count = static_cast<double>(numel(in) / std::max<int64_t>(1, numel(rs)));
   llvm::Type* f64 = b.getDoubleTy();
+  // The row length: a constant, or the product of its symbolic dims (read in each nest).
+  const SymShape row(in.begin() + op_axis(n, in.size()), in.end());
+  const auto count = [&]() -> llvm::Value* {
+    if (is_static(row))
+      return llvm::ConstantFP::get(f64, static_cast<double>(numel(eval_shape(row, {}))));
+    return b.CreateUIToFP(e.count(row), f64);
+  };
   const double eps = n.attrs.get_float("epsilon", 1e-5);
   e.loop_nest(rs, true, [&](const Index& ri) {
     b.CreateStore(llvm::ConstantFP::get(f64, 0.0), e.at(mu, e.offset_of(ri, rs)));
@@ -62,7 +77,7 @@ void materialise_layer_norm(Emitter& e, const Node& n) {
   e.loop_nest(rs, true, [&](const Index& ri) {
     llvm::Value* off = e.offset_of(ri, rs);
     llvm::Value* p = e.at(mu, off);
-    b.CreateStore(b.CreateFDiv(b.CreateLoad(f64, p), llvm::ConstantFP::get(f64, count)), p);
+    b.CreateStore(b.CreateFDiv(b.CreateLoad(f64, p), count()), p);
     b.CreateStore(llvm::ConstantFP::get(f64, 0.0), e.at(acc, off));
   });
   e.loop_nest(in, parallel, [&](const Index& ii) {
@@ -76,7 +91,7 @@ void materialise_layer_norm(Emitter& e, const Node& n) {
   ElementCtx c{b, n, dts, DType::f64};
   e.loop_nest(rs, true, [&](const Index& ri) {
     llvm::Value* p = e.at(acc, e.offset_of(ri, rs));
-    llvm::Value* var = b.CreateFDiv(b.CreateLoad(f64, p), llvm::ConstantFP::get(f64, count));
+    llvm::Value* var = b.CreateFDiv(b.CreateLoad(f64, p), count());
     llvm::Value* sd =
         c.intrinsic(llvm::Intrinsic::sqrt, b.CreateFAdd(var, llvm::ConstantFP::get(f64, eps)));
     b.CreateStore(b.CreateFDiv(llvm::ConstantFP::get(f64, 1.0), sd), p);
@@ -87,13 +102,13 @@ void materialise_layer_norm(Emitter& e, const Node& n) {
 llvm::Value* generate_layer_norm(Emitter& e, const Node& n, const Index& idx) {
   const auto& [mu, acc] = e.state_of<LayerNormPlan>(n);
   llvm::IRBuilderBase& b = e.b;
-  const Shape& out = e.shape(n.outputs[0]);
+  const SymShape out = e.dims(n.outputs[0]);
   llvm::Value* off = row_offset(e, idx, row_shape(e, n, true));
   llvm::Type* t = element_type(e.context(), e.dtype(n.outputs[0]));
   llvm::Value* m = b.CreateFPCast(b.CreateLoad(mu.type, e.at(mu, off)), t);
   llvm::Value* k = b.CreateFPCast(b.CreateLoad(acc.type, e.at(acc, off)), t);
   const auto operand = [&](size_t i) {
-    return e.element(n.inputs[i], e.broadcast_index(n, idx, out, e.shape(n.inputs[i])));
+    return e.element(n.inputs[i], e.broadcast_index(n, idx, out, e.dims(n.inputs[i])));
   };
   llvm::Value* y =
       b.CreateFMul(b.CreateFMul(b.CreateFSub(e.element(n.inputs[0], idx), m), k), operand(1));
@@ -105,6 +120,7 @@ llvm::Value* generate_layer_norm(Emitter& e, const Node& n, const Index& idx) {
 
 extern const Lowering kLayerNormLowering;
 const Lowering kLayerNormLowering{.why_not = why_not_layer_norm,
+                                  .why_not_dynamic = why_not_dynamic_layer_norm,
                                   .generate = generate_layer_norm,
                                   .allocate = allocate_layer_norm,
                                   .materialise = materialise_layer_norm};

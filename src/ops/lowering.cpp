@@ -134,4 +134,66 @@ bool outer_kept(const Shape& s, const std::vector<bool>& collapsed) {
   return true;
 }
 
+bool outer_kept(const SymShape& s, const std::vector<bool>& collapsed) {
+  for (size_t d = 0; d < s.size(); ++d)
+    if (!s[d].is_one()) return !collapsed[d];
+  return true;
+}
+
+// ---- symbolic shapes
+
+SymShape to_sym(const Shape& s) {
+  SymShape r;
+  r.reserve(s.size());
+  for (int64_t d : s) r.push_back(SymDim::constant(d));
+  return r;
+}
+
+std::string sym_broadcasts(const SymShape& in, const SymShape& out) {
+  if (in.size() > out.size()) return "an operand of higher rank than its output";
+  const size_t lead = out.size() - in.size();
+  for (size_t j = 0; j < in.size(); ++j)
+    if (!(in[j] == out[lead + j]) && !in[j].is_one())
+      return "operand dim " + std::to_string(j) + " neither the output's nor 1";
+  return "";
+}
+
+Value* Emitter::count(const SymShape& s) {
+  if (is_static(s)) return i64(numel(eval_shape(s, {})));
+  Value* n = nullptr;
+  for (const SymDim& d : s) {
+    if (d.is_one()) continue;
+    Value* x = dim(d);
+    n = n ? b.CreateMul(n, x, "", true, true) : x;
+  }
+  return n ? n : i64(1);
+}
+
+Value* Emitter::offset_of(const Index& idx, const SymShape& s) {
+  if (is_static(s)) return offset_of(idx, eval_shape(s, {}));
+  Value* off = nullptr;
+  Value* stride = nullptr;  // nullptr: 1
+  for (size_t d = s.size(); d-- > 0;) {
+    if (s[d].is_one()) continue;
+    Value* t = stride ? b.CreateMul(idx[d], stride, "", true, true) : idx[d];
+    off = off ? b.CreateAdd(off, t, "", true, true) : t;
+    Value* n = dim(s[d]);
+    stride = stride ? b.CreateMul(stride, n, "", true, true) : n;
+  }
+  return off ? off : i64(0);
+}
+
+Index Emitter::broadcast_index(const Node& n, const Index& idx, const SymShape& out,
+                               const SymShape& in) {
+  if (is_static(out) && is_static(in))
+    return broadcast_index(n, idx, eval_shape(out, {}), eval_shape(in, {}));
+  SG_ASSERT(sym_broadcasts(in, out).empty())
+      << node_str(n) << ": " << sym_broadcasts(in, out) << " in a dynamic region";
+  Index r(in.size(), i64(0));
+  const size_t lead = out.size() - in.size();
+  for (size_t j = 0; j < in.size(); ++j)
+    if (in[j] == out[lead + j] && !in[j].is_one()) r[j] = idx[lead + j];
+  return r;
+}
+
 }  // namespace sgraph::ops

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/sym_shape.h"
 #include "ops/element.h"
 #include "sgraph/graph.h"
 
@@ -44,12 +45,19 @@ struct LocalBuffer {
 };
 
 // A call of the runtime GEMM: batch item i computes C_i = alpha * op(A_i) op(B_i) into c, with
-// A_i at a + a_off[i] and B_i at b + b_off[i] (in elements), row-major [M,K] x [K,N] -> [M,N].
+// A_i at a + a_off[i] * a_scale and B_i at b + b_off[i] * b_scale (in elements), row-major
+// [M,K] x [K,N] -> [M,N]. M, N, K and the scales are i64 values of the kernel frame: constants in a
+// static region, computed from the symbols in a dynamic one.
 struct GemmCall {
   DType dtype = DType::f32;
-  int64_t M = 0, N = 0, K = 0;
+  llvm::Value *M = nullptr, *N = nullptr, *K = nullptr;
   llvm::Value *a = nullptr, *b = nullptr, *c = nullptr;  // pointers valid in the kernel frame
   std::vector<int64_t> a_off, b_off;                     // one per batch item (all 0: none)
+  llvm::Value *a_scale = nullptr, *b_scale = nullptr;    // nullptr: 1
+  // A batch counted at run time: `items` items, A_i at a + a_items[i], B_i at b + b_items[i]
+  // (i64 arrays in the frame; a_off, b_off and the scales unused).
+  llvm::Value* items = nullptr;
+  llvm::Value *a_items = nullptr, *b_items = nullptr;
   bool ta = false, tb = false;
   double alpha = 1;
   bool const_b = false;  // B is a constant packed once per plan (f32; b_off all 0)
@@ -118,6 +126,24 @@ class Emitter {
   virtual llvm::Value* i64_array(const Ints& values) = 0;
   virtual llvm::Value* f64_array(const std::vector<double>& values) = 0;
 
+  // ---- symbolic shapes. A lowering written against these serves both tiers: in a static
+  // region every dim is a constant (and each call below is its static counterpart's), in a
+  // dynamic region (ir/sym_shape.h) a dim may be scale * symbol + offset, read at run time.
+  // Dynamic regions merge no dims, so a shape here is always the value's own.
+  virtual bool dynamic() const = 0;
+  // v's shape in the current nest, with its symbolic dims.
+  virtual SymShape dims(ValueId v) const = 0;
+  // A dim's value where code is being emitted (a nest's body or the kernel frame).
+  virtual llvm::Value* dim(const SymDim& d) = 0;
+  llvm::Value* count(const SymShape& s);  // the product of s's dims
+  llvm::Value* offset_of(const Index& idx, const SymShape& s);
+  // As broadcast_index; in a dynamic region an operand dim equals the output's or is a static 1.
+  Index broadcast_index(const Node& n, const Index& idx, const SymShape& out, const SymShape& in);
+  virtual void loop_nest(const SymShape& s, bool parallel, const Body& body,
+                         bool unroll = true) = 0;
+  // A local buffer of count(s) elements; a symbolic size is placed per call in the scratch block.
+  virtual LocalBuffer local_buffer(llvm::Type* t, const SymShape& s) = 0;
+
   // ---- per-node state, from allocate to materialise and generate
   virtual std::any& state(const Node& n) = 0;
   template <class T>
@@ -130,6 +156,13 @@ struct Lowering {
   // Why node n cannot join a region ("" when it can), from the graph's dtypes and constants.
   // Null: it can (for an elementwise op, when its element emitter handles the dtypes).
   std::string (*why_not)(const Graph& g, const Node& n) = nullptr;
+  // Why node n cannot be compiled in a dynamic region where its operands have the symbolic shapes
+  // `in` (nullptr: an absent input) and its output `out`; "" when it can. Null for an op with
+  // `generate` or `materialise`: its lowering takes no symbolic dims (an elementwise op's rule is
+  // the core's, see why_not_dynamic in src/jit/region_compiler.h).
+  std::string (*why_not_dynamic)(const Graph& g, const Node& n,
+                                 const std::vector<const SymShape*>& in,
+                                 const SymShape& out) = nullptr;
   // The element of n's output at `idx` (in the output's current shape).
   llvm::Value* (*generate)(Emitter& e, const Node& n, const Index& idx) = nullptr;
   void (*allocate)(Emitter& e, const Node& n) = nullptr;
@@ -173,5 +206,12 @@ llvm::Value* reassoc_fadd(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* x
 // Whether a nest over `s` accumulating into a buffer indexed without the `collapsed` dims may
 // split its outermost loop over threads: only if that loop's dim is kept.
 bool outer_kept(const Shape& s, const std::vector<bool>& collapsed);
+bool outer_kept(const SymShape& s, const std::vector<bool>& collapsed);
+
+// ---- symbolic shapes
+SymShape to_sym(const Shape& s);
+// "" when an operand of shape `in` broadcasts to `out` in a dynamic region (each dim the output's
+// or a static 1), else why not.
+std::string sym_broadcasts(const SymShape& in, const SymShape& out);
 
 }  // namespace sgraph::ops

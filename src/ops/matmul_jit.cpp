@@ -20,10 +20,12 @@ namespace sgraph::ops {
 namespace {
 
 struct Contraction {  // batch items of op(A)[M,K] x op(B)[K,N]
-  int64_t M = 0, N = 0, K = 0;
+  SymShape M;  // the dims whose product is M (in a dynamic region, A's batch dims may fold into M)
+  SymDim N, K;
+  SymShape batch;  // symbolic batch dims that A and B share (a_item, b_item empty): run-time items
   bool ta = false, tb = false;
   double alpha = 1;
-  std::vector<int64_t> a_off, b_off;  // per batch item, in elements
+  std::vector<int64_t> a_item, b_item;  // per batch item, the index of its A and B matrix
 };
 
 struct Operand {
@@ -36,6 +38,7 @@ struct ContractionPlan {
   Contraction geometry;
   Operand a, b;
   LocalBuffer product;
+  LocalBuffer a_offsets, b_offsets;  // a symbolic batch's items' offsets, filled per call
 };
 
 // Gemm with a C operand and beta != 0 adds beta * C to the product.
@@ -49,73 +52,108 @@ std::string why_not_contraction(const Graph& g, const Node& n) {
   return "";
 }
 
-Contraction contraction_geometry(Emitter& e, const Node& n) {
+// The contraction's geometry from its operands' and output's shapes (symbolic in a dynamic
+// region, where the batch dims must be static); "" in `why` when they contract.
+Contraction geometry_of(const Node& n, const SymShape& a, const SymShape& b, const SymShape& out,
+                        std::string& why) {
   Contraction c;
-  const Shape a = e.planned_shape(n.inputs[0]), b = e.planned_shape(n.inputs[1]);
-  const Shape& out = e.planned_shape(n.outputs[0]);
-  const auto fail = [&] {
-    SG_FAIL() << node_str(n) << ": shapes " << shape_str(a) << " x " << shape_str(b) << " -> "
-              << shape_str(out) << " do not contract";
+  const auto fail = [&](const char* what) {
+    why = what;
+    return c;
   };
   if (n.op == OpKind::Gemm) {
-    if (a.size() != 2 || b.size() != 2) fail();
+    if (a.size() != 2 || b.size() != 2) return fail("operands not matrices");
     const GemmParams gp = gemm_params(n);
     c.ta = gp.trans_a;
     c.tb = gp.trans_b;
-    c.M = c.ta ? a[1] : a[0];
+    c.M = {c.ta ? a[1] : a[0]};
     c.K = c.ta ? a[0] : a[1];
     c.N = c.tb ? b[0] : b[1];
-    if ((c.tb ? b[1] : b[0]) != c.K || out != Shape{c.M, c.N}) fail();
+    if (!((c.tb ? b[1] : b[0]) == c.K) || !(out == SymShape{c.M[0], c.N}))
+      return fail("shapes do not contract");
     c.alpha = gp.alpha;
-    c.a_off = c.b_off = {0};
+    c.a_item = c.b_item = {0};
     return c;
   }
-  if (a.empty() || b.empty()) fail();
+  if (a.empty() || b.empty()) return fail("a scalar operand");
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  c.M = a_vec ? 1 : a[a.size() - 2];
+  c.M = {a_vec ? SymDim::constant(1) : a[a.size() - 2]};
   c.K = a.back();
-  c.N = b_vec ? 1 : b.back();
-  if ((b_vec ? b[0] : b[b.size() - 2]) != c.K) fail();
-  const Shape ab(a.begin(), a.end() - (a_vec ? 1 : 2)), bb(b.begin(), b.end() - (b_vec ? 1 : 2));
+  c.N = b_vec ? SymDim::constant(1) : b.back();
+  if (!((b_vec ? b[0] : b[b.size() - 2]) == c.K)) return fail("shapes do not contract");
+  const SymShape sab(a.begin(), a.end() - (a_vec ? 1 : 2)),
+      sbb(b.begin(), b.end() - (b_vec ? 1 : 2));
+  if (!is_static(sab) || !is_static(sbb)) {
+    SymShape expect = sab;
+    if (!a_vec && !b_vec && sbb.empty()) {  // [batch.., M, K] x [K, N]: one GEMM of batch * M rows
+      c.M.insert(c.M.begin(), sab.begin(), sab.end());
+      c.a_item = c.b_item = {0};
+    } else if (!a_vec && !b_vec && sab == sbb) {  // the same batch on both sides
+      c.batch = sab;
+    } else {
+      return fail("symbolic batch dims that broadcast");
+    }
+    expect.push_back(c.M.back());
+    expect.push_back(c.N);
+    if (!(expect == out)) return fail("shapes do not contract");
+    return c;
+  }
+  const Shape ab = eval_shape(sab, {}), bb = eval_shape(sbb, {});
   const size_t rank = std::max(ab.size(), bb.size());
   Shape batch(rank, 1);
   for (size_t d = 0; d < rank; ++d) {
     const int64_t x = d + ab.size() >= rank ? ab[d + ab.size() - rank] : 1;
     const int64_t y = d + bb.size() >= rank ? bb[d + bb.size() - rank] : 1;
-    if (x != y && x != 1 && y != 1) fail();
+    if (x != y && x != 1 && y != 1) return fail("batch dims do not broadcast");
     batch[d] = std::max(x, y);
   }
-  Shape expect = batch;
-  if (!a_vec) expect.push_back(c.M);
+  SymShape expect = to_sym(batch);
+  if (!a_vec) expect.push_back(c.M[0]);
   if (!b_vec) expect.push_back(c.N);
-  if (expect != out) fail();
-  // Each batch item's matrix offsets: a broadcast (size-1) dim has stride 0.
-  const auto offsets = [&](const Shape& s, int64_t matrix) {
+  if (!(expect == out)) return fail("shapes do not contract");
+  // Each batch item's matrix index: a broadcast (size-1) dim has stride 0.
+  const auto items = [&](const Shape& s) {
     std::vector<int64_t> stride(rank, 0);
-    int64_t st = matrix;
+    int64_t st = 1;
     for (size_t j = s.size(); j-- > 0; st *= s[j])
       if (s[j] != 1) stride[j + rank - s.size()] = st;
-    std::vector<int64_t> off;
+    std::vector<int64_t> item;
     std::vector<int64_t> idx(rank, 0);
-    for (int64_t item = 0, count = numel(batch); item < count; ++item) {
+    for (int64_t i = 0, count = numel(batch); i < count; ++i) {
       int64_t o = 0;
       for (size_t d = 0; d < rank; ++d) o += idx[d] * stride[d];
-      off.push_back(o);
+      item.push_back(o);
       for (size_t d = rank; d-- > 0;)
         if (++idx[d] < batch[d])
           break;
         else
           idx[d] = 0;
     }
-    return off;
+    return item;
   };
-  c.a_off = offsets(ab, c.M * c.K);
-  c.b_off = offsets(bb, c.K * c.N);
+  c.a_item = items(ab);
+  c.b_item = items(bb);
   return c;
 }
 
-// The buffer an operand is read from: a region input in place (perhaps through a Transpose of
-// its last two dims, flipping `trans`), else a local buffer its own nest fills.
+Contraction contraction_geometry(Emitter& e, const Node& n) {
+  const SymShape a = e.dims(n.inputs[0]), b = e.dims(n.inputs[1]), out = e.dims(n.outputs[0]);
+  std::string why;
+  Contraction c = geometry_of(n, a, b, out, why);
+  SG_CHECK(why.empty()) << node_str(n) << ": shapes " << sym_shape_str(a, {}) << " x "
+                        << sym_shape_str(b, {}) << " -> " << sym_shape_str(out, {}) << ": " << why;
+  return c;
+}
+
+std::string why_not_dynamic_contraction(const Graph&, const Node& n,
+                                        const std::vector<const SymShape*>& in,
+                                        const SymShape& out) {
+  if (in.size() < 2 || !in[0] || !in[1]) return "missing operands";
+  std::string why;
+  geometry_of(n, *in[0], *in[1], out, why);
+  if (why.empty() && adds_c(n) && in.size() > 2 && in[2]) why = sym_broadcasts(*in[2], out);
+  return why;
+}
 
 // The buffer an operand is read from: a region input in place (perhaps through a Transpose of
 // its last two dims, flipping `trans`), else a local buffer its own nest fills.
@@ -125,7 +163,7 @@ Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans) {
   o.trans = matrix_trans;
   if (const Node* p = e.producer(v); p && p->op == OpKind::Transpose) {
     const ValueId in = p->inputs[0];
-    const auto rank = static_cast<int64_t>(e.planned_shape(v).size());
+    const auto rank = static_cast<int64_t>(e.dims(v).size());
     if (rank >= 2 && !e.producer(in)) {
       const Ints perm = transpose_perm(*p, static_cast<size_t>(rank));
       bool swaps_last_two = true;
@@ -139,7 +177,7 @@ Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans) {
     }
   }
   if (!e.producer(o.value)) return o;
-  o.local = e.local_buffer(memory_type(e.context(), e.dtype(v)), numel(e.planned_shape(v)));
+  o.local = e.local_buffer(memory_type(e.context(), e.dtype(v)), e.dims(v));
   return o;
 }
 
@@ -149,8 +187,11 @@ void allocate_contraction(Emitter& e, const Node& n) {
   const bool gemm = n.op == OpKind::Gemm;
   p.a = contraction_operand(e, n.inputs[0], gemm && p.geometry.ta);
   p.b = contraction_operand(e, n.inputs[1], gemm && p.geometry.tb);
-  p.product = e.local_buffer(memory_type(e.context(), e.dtype(n.outputs[0])),
-                             numel(e.planned_shape(n.outputs[0])));
+  p.product = e.local_buffer(memory_type(e.context(), e.dtype(n.outputs[0])), e.dims(n.outputs[0]));
+  if (!p.geometry.batch.empty()) {
+    p.a_offsets = e.local_buffer(e.b.getInt64Ty(), p.geometry.batch);
+    p.b_offsets = e.local_buffer(e.b.getInt64Ty(), p.geometry.batch);
+  }
   e.state(n) = std::move(p);
 }
 
@@ -159,8 +200,27 @@ void allocate_contraction(Emitter& e, const Node& n) {
 bool packs_b(const Graph& g, DType t, const Operand& b, const Contraction& c) {
   constexpr int64_t kMinPacked = 64 * 64;
   return t == DType::f32 && !b.local.defined() && g.values[b.value].initializer.defined() &&
-         c.K * c.N >= kMinPacked &&
-         std::all_of(c.b_off.begin(), c.b_off.end(), [](int64_t o) { return o == 0; });
+         c.batch.empty() && !c.K.symbolic() && !c.N.symbolic() &&
+         c.K.offset * c.N.offset >= kMinPacked &&
+         std::all_of(c.b_item.begin(), c.b_item.end(), [](int64_t o) { return o == 0; });
+}
+
+// Batch items' offsets (elements) of matrices of `rows` x `cols`: constants when the size is
+// static, else the matrix indices and the size, computed in the kernel's frame.
+std::pair<std::vector<int64_t>, llvm::Value*> batch_offsets(Emitter& e,
+                                                            const std::vector<int64_t>& item,
+                                                            const SymShape& matrix) {
+  if (is_static(matrix)) {
+    std::vector<int64_t> off;
+    for (int64_t i : item) off.push_back(i * numel(eval_shape(matrix, {})));
+    return {off, nullptr};
+  }
+  return {item, e.count(matrix)};
+}
+
+SymShape with(SymShape s, const SymDim& d) {
+  s.push_back(d);
+  return s;
 }
 
 void materialise_contraction(Emitter& e, const Node& n) {
@@ -175,7 +235,7 @@ void materialise_contraction(Emitter& e, const Node& n) {
       if (!op_def(q->op).view) break;
       v = q->inputs[0];
     }
-    const Shape s = e.planned_shape(v);
+    const SymShape s = e.dims(v);
     const LocalBuffer l = o->local;
     e.loop_nest(s, true, [&](const Index& idx) {
       llvm::Value* x = e.element(v, idx);
@@ -188,15 +248,32 @@ void materialise_contraction(Emitter& e, const Node& n) {
     return o.local.defined() ? e.frame_pointer(o.local) : e.frame_pointer(o.value);
   };
   const DType t = e.dtype(n.outputs[0]);
+  auto [a_off, a_scale] = batch_offsets(e, c.a_item, with(c.M, c.K));
+  auto [b_off, b_scale] = batch_offsets(e, c.b_item, {c.K, c.N});
+  llvm::Value* items = nullptr;
+  if (!c.batch.empty()) {  // item i at i * (M * K) and i * (K * N), stored by a nest
+    const SymShape mk = with(c.M, c.K);
+    e.loop_nest(c.batch, false, [&](const Index& idx) {
+      llvm::Value* i = e.offset_of(idx, c.batch);
+      e.b.CreateStore(e.b.CreateMul(i, e.count(mk)), e.at(p.a_offsets, i));
+      e.b.CreateStore(e.b.CreateMul(i, e.count({c.K, c.N})), e.at(p.b_offsets, i));
+    });
+    items = e.count(c.batch);
+  }
   e.call_gemm({.dtype = t,
-               .M = c.M,
-               .N = c.N,
-               .K = c.K,
+               .M = e.count(c.M),
+               .N = e.dim(c.N),
+               .K = e.dim(c.K),
                .a = base(p.a),
                .b = base(p.b),
                .c = e.frame_pointer(p.product),
-               .a_off = c.a_off,
-               .b_off = c.b_off,
+               .a_off = std::move(a_off),
+               .b_off = std::move(b_off),
+               .a_scale = a_scale,
+               .b_scale = b_scale,
+               .items = items,
+               .a_items = items ? e.frame_pointer(p.a_offsets) : nullptr,
+               .b_items = items ? e.frame_pointer(p.b_offsets) : nullptr,
                .ta = p.a.trans,
                .tb = p.b.trans,
                .alpha = c.alpha,
@@ -206,11 +283,11 @@ void materialise_contraction(Emitter& e, const Node& n) {
 // The element of a contraction's output at `idx`: the product, plus beta * C for Gemm.
 llvm::Value* generate_contraction(Emitter& e, const Node& n, const Index& idx) {
   const ContractionPlan& p = e.state_of<ContractionPlan>(n);
-  const Shape& out = e.shape(n.outputs[0]);
+  const SymShape out = e.dims(n.outputs[0]);
   llvm::Value* x = e.b.CreateLoad(p.product.type, e.at(p.product, e.offset_of(idx, out)));
   if (!adds_c(n)) return x;
   const ValueId cv = n.inputs[2];
-  llvm::Value* cx = e.element(cv, e.broadcast_index(n, idx, out, e.shape(cv)));
+  llvm::Value* cx = e.element(cv, e.broadcast_index(n, idx, out, e.dims(cv)));
   const double beta = gemm_params(n).beta;
   if (beta != 1.0) cx = e.b.CreateFMul(cx, llvm::ConstantFP::get(x->getType(), beta));
   return e.b.CreateFAdd(x, cx);
@@ -226,6 +303,7 @@ std::optional<std::vector<ValueId>> merge_contraction(Emitter&, const Node& n) {
 
 extern const Lowering kContractionLowering;
 const Lowering kContractionLowering{.why_not = why_not_contraction,
+                                    .why_not_dynamic = why_not_dynamic_contraction,
                                     .generate = generate_contraction,
                                     .allocate = allocate_contraction,
                                     .materialise = materialise_contraction,

@@ -42,22 +42,43 @@ llvm::Type* acc_type(Emitter& e, const Node& n) {
   return is_float(t) ? e.b.getDoubleTy() : e.b.getInt64Ty();
 }
 
+// The output shape of reducing `in`.
+SymShape reduced_shape(const Node& n, const SymShape& in, const std::vector<bool>& reduced) {
+  const bool keep = n.attrs.get_int("keepdims", 1) != 0;
+  SymShape out;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!reduced[d] || keep) out.push_back(reduced[d] ? SymDim::constant(1) : in[d]);
+  return out;
+}
+
+std::string why_not_dynamic_reduce(const Graph& g, const Node& n,
+                                   const std::vector<const SymShape*>& in, const SymShape& out) {
+  if (in.empty() || !in[0]) return "no input";
+  const std::vector<bool> reduced = reduced_mask(g, n, in[0]->size());
+  return reduced_shape(n, *in[0], reduced) == out ? "" : "its output is not the reduction";
+}
+
 void allocate_reduce(Emitter& e, const Node& n) {
   const ValueId y = n.outputs[0];
-  const LocalBuffer l = e.local_buffer(acc_type(e, n), numel(e.planned_shape(y)));
+  const LocalBuffer l = e.local_buffer(acc_type(e, n), e.dims(y));
   const DType t = e.dtype(y);
-  int64_t count = 1;  // a mean's divisor
+  SymShape count;  // the dims whose product is a mean's divisor
   if (is_mean(n)) {
-    const Shape& in = e.planned_shape(n.inputs[0]);
+    const SymShape in = e.dims(n.inputs[0]);
     const std::vector<bool> reduced = reduced_mask(e.graph, n, in.size());
     for (size_t d = 0; d < in.size(); ++d)
-      if (reduced[d]) count *= in[d];
+      if (reduced[d]) count.push_back(in[d]);
   }
   e.hold(y, l, [&e, l, t, count, mean = is_mean(n)](llvm::Value* a) {
     llvm::IRBuilderBase& b = e.b;
-    if (mean)
-      a = is_float(t) ? b.CreateFDiv(a, llvm::ConstantFP::get(l.type, static_cast<double>(count)))
-                      : b.CreateSDiv(a, e.i64(count));
+    if (mean && is_static(count)) {
+      const int64_t c = numel(eval_shape(count, {}));
+      a = is_float(t) ? b.CreateFDiv(a, llvm::ConstantFP::get(l.type, static_cast<double>(c)))
+                      : b.CreateSDiv(a, e.i64(c));
+    } else if (mean) {  // (in the consumer's nest: the symbols it loaded)
+      llvm::Value* c = e.count(count);
+      a = is_float(t) ? b.CreateFDiv(a, b.CreateUIToFP(c, l.type)) : b.CreateSDiv(a, c);
+    }
     llvm::Type* et = element_type(e.context(), t);
     return is_float(t) ? b.CreateFPCast(a, et) : b.CreateIntCast(a, et, true);
   });
@@ -67,15 +88,13 @@ void allocate_reduce(Emitter& e, const Node& n) {
 void materialise_reduce(Emitter& e, const Node& n) {
   const ValueId x = n.inputs[0], y = n.outputs[0];
   const DType t = e.dtype(x);
-  const Shape& in = e.planned_shape(x);
-  const Shape& out = e.planned_shape(y);
+  const SymShape in = e.dims(x);
+  const SymShape out = e.dims(y);
   const std::vector<bool> reduced = reduced_mask(e.graph, n, in.size());
   const bool keep = n.attrs.get_int("keepdims", 1) != 0;
-  Shape expect;
-  for (size_t d = 0; d < in.size(); ++d)
-    if (!reduced[d] || keep) expect.push_back(reduced[d] ? 1 : in[d]);
-  SG_CHECK(expect == out) << node_str(n) << ": output shape " << shape_str(out)
-                          << " does not match the reduction of " << shape_str(in);
+  SG_CHECK(reduced_shape(n, in, reduced) == out)
+      << node_str(n) << ": output shape " << sym_shape_str(out, {})
+      << " does not match the reduction of " << sym_shape_str(in, {});
   const LocalBuffer l = e.state_of<LocalBuffer>(n);
   llvm::IRBuilderBase& b = e.b;
   llvm::Value* identity = is_max(n) ? lowest(t, l.type) : llvm::Constant::getNullValue(l.type);
@@ -105,7 +124,9 @@ void materialise_reduce(Emitter& e, const Node& n) {
 }  // namespace
 
 extern const Lowering kReduceLowering;
-const Lowering kReduceLowering{
-    .why_not = why_not_reduce, .allocate = allocate_reduce, .materialise = materialise_reduce};
+const Lowering kReduceLowering{.why_not = why_not_reduce,
+                               .why_not_dynamic = why_not_dynamic_reduce,
+                               .allocate = allocate_reduce,
+                               .materialise = materialise_reduce};
 
 }  // namespace sgraph::ops

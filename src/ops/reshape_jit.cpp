@@ -2,12 +2,20 @@
 // is the input's element at the same row-major offset, so a view costs no memory traffic. When
 // the shapes differ only in size-1 dims the index maps dim by dim (affine loads); otherwise the
 // offset is split back into the input's index (div/mod), or loaded in place from a region input.
+//
+// In a dynamic region the dims are matched in groups instead, from the innermost: a run of output
+// dims and a run of input dims with the same product (constant factor and symbols alike), e.g.
+// [seq, 4, 64] against [seq, 256]. Within a group the output index is linearised and split into
+// the input's dims, so div/mod happen only inside groups (by constants where the group's dims are
+// static) and a symbolic dim matched by itself maps directly.
+#include <algorithm>
+
 #include "ops/lowering.h"
 
 namespace sgraph::ops {
 namespace {
 
-llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
+llvm::Value* generate_static_view(Emitter& e, const Node& n, const Index& idx) {
   const ValueId in = n.inputs[0];
   const Shape& out = e.shape(n.outputs[0]);
   SG_CHECK(numel(e.shape(in)) == numel(out))
@@ -18,9 +26,104 @@ llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
   return e.element_at_offset(in, e.offset_of(idx, out));
 }
 
+// A product of dims: a constant factor and the symbolic dims (a pure multiple scale * s counts as
+// scale times s), kept sorted so that equal products compare equal.
+struct Product {
+  int64_t factor = 1;
+  std::vector<std::pair<int32_t, int64_t>> atoms;  // (symbol, offset) of each dim 1 * s + offset
+  bool overflow = false;
+
+  void multiply(const SymDim& d) {
+    int64_t f = d.symbolic() ? (d.offset == 0 ? d.scale : 1) : d.offset;
+    if (d.symbolic() && d.offset != 0 && d.scale != 1) overflow = true;  // (not a product form)
+    if (__builtin_mul_overflow(factor, f, &factor)) overflow = true;
+    if (d.symbolic()) {
+      atoms.emplace_back(d.sym, d.offset);
+      std::sort(atoms.begin(), atoms.end());
+    }
+  }
+  bool operator==(const Product& o) const { return factor == o.factor && atoms == o.atoms; }
+  bool divides(const Product& o) const {
+    return factor != 0 && o.factor % factor == 0 &&
+           std::includes(o.atoms.begin(), o.atoms.end(), atoms.begin(), atoms.end());
+  }
+};
+
+struct Group {
+  size_t out_begin, out_end, in_begin, in_end;  // dims [begin, end) of the output and the input
+};
+
+// The groups of `out` and `in` (see the file comment), nullopt when the dims do not group.
+std::optional<std::vector<Group>> view_groups(const SymShape& out, const SymShape& in) {
+  std::vector<Group> groups;
+  size_t i = out.size(), j = in.size();
+  for (;;) {
+    while (i > 0 && out[i - 1].is_one()) --i;
+    while (j > 0 && in[j - 1].is_one()) --j;
+    if (i == 0 && j == 0) return groups;
+    if (i == 0 || j == 0) return std::nullopt;
+    Group g{0, i, 0, j};
+    Product po, pi;
+    po.multiply(out[--i]);
+    pi.multiply(in[--j]);
+    while (!(po == pi)) {
+      if (po.overflow || pi.overflow) return std::nullopt;
+      if (po.divides(pi) && i > 0)
+        po.multiply(out[--i]);
+      else if (pi.divides(po) && j > 0)
+        pi.multiply(in[--j]);
+      else
+        return std::nullopt;
+    }
+    if (po.factor == 0) return std::nullopt;  // (an empty dim: nothing to map)
+    g.out_begin = i;
+    g.in_begin = j;
+    groups.push_back(g);
+  }
+}
+
+llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
+  if (!e.dynamic()) return generate_static_view(e, n, idx);
+  const ValueId in = n.inputs[0];
+  const SymShape out = e.dims(n.outputs[0]), ins = e.dims(in);
+  const std::optional<std::vector<Group>> groups = view_groups(out, ins);
+  SG_ASSERT(groups) << node_str(n) << ": dims that do not group in a dynamic region";
+  llvm::IRBuilderBase& b = e.b;
+  Index r(ins.size(), e.i64(0));
+  for (const Group& g : *groups) {
+    if (g.out_end - g.out_begin == 1 && g.in_end - g.in_begin == 1) {
+      r[g.in_begin] = idx[g.out_begin];
+      continue;
+    }
+    const SymShape os(out.begin() + g.out_begin, out.begin() + g.out_end);
+    const Index oi(idx.begin() + g.out_begin, idx.begin() + g.out_end);
+    llvm::Value* off = e.offset_of(oi, os);
+    for (size_t d = g.in_end; d-- > g.in_begin;) {
+      if (ins[d].is_one()) continue;
+      if (d == g.in_begin) {
+        r[d] = off;
+        break;
+      }
+      llvm::Value* size = e.dim(ins[d]);
+      r[d] = b.CreateURem(off, size);
+      off = b.CreateUDiv(off, size);
+    }
+  }
+  return e.element(in, r);
+}
+
+// The output's dims must group with the input's; the shape (or axes) operand must be a constant
+// (checked for the whole region by the planner: a shape that depends on values is not compiled
+// dynamic).
+std::string why_not_dynamic_view(const Graph&, const Node&, const std::vector<const SymShape*>& in,
+                                 const SymShape& out) {
+  if (in.empty() || !in[0]) return "no input";
+  return view_groups(out, *in[0]) ? "" : "its dims do not group with its input's";
+}
+
 }  // namespace
 
 extern const Lowering kViewLowering;
-const Lowering kViewLowering{.generate = generate_view};
+const Lowering kViewLowering{.why_not_dynamic = why_not_dynamic_view, .generate = generate_view};
 
 }  // namespace sgraph::ops

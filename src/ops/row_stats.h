@@ -6,10 +6,10 @@
 
 namespace sgraph::ops {
 
-// The shape of a row statistic: the input's planned shape with dim `axis` (through_last: and
-// every dim after it) set to 1.
-Shape row_shape(Emitter& e, const Node& n, bool through_last);
+// The shape of a row statistic: the input's shape with dim `axis` (through_last: and every dim
+// after it) set to 1.
+SymShape row_shape(Emitter& e, const Node& n, bool through_last);
 // The offset of the statistic of the row holding input index idx.
-llvm::Value* row_offset(Emitter& e, const Index& idx, const Shape& rs);
+llvm::Value* row_offset(Emitter& e, const Index& idx, const SymShape& rs);
 
 }  // namespace sgraph::ops

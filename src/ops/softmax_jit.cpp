@@ -17,11 +17,15 @@ std::string why_not_softmax(const Graph& g, const Node& n) {
   return is_float(in) ? "" : "softmax of " + std::string(dtype_name(in));
 }
 
+std::string why_not_dynamic_softmax(const Graph&, const Node&, const std::vector<const SymShape*>&,
+                                    const SymShape&) {
+  return "";
+}
+
 void allocate_softmax(Emitter& e, const Node& n) {
-  const Shape rs = row_shape(e, n, /*through_last=*/false);
+  const SymShape rs = row_shape(e, n, /*through_last=*/false);
   llvm::Type* t = element_type(e.context(), e.dtype(n.inputs[0]));
-  e.state(n) =
-      SoftmaxPlan{e.local_buffer(t, numel(rs)), e.local_buffer(e.b.getDoubleTy(), numel(rs))};
+  e.state(n) = SoftmaxPlan{e.local_buffer(t, rs), e.local_buffer(e.b.getDoubleTy(), rs)};
 }
 
 // x - max, raised to the smallest argument whose exp is a normal number (it is <= 0): below it
@@ -37,12 +41,12 @@ llvm::Value* exp_arg(llvm::IRBuilderBase& b, llvm::Value* d) {
 void materialise_softmax(Emitter& e, const Node& n) {
   const ValueId x = n.inputs[0];
   const DType t = e.dtype(x);
-  const Shape& in = e.planned_shape(x);
-  const Shape rs = row_shape(e, n, false);
+  const SymShape in = e.dims(x);
+  const SymShape rs = row_shape(e, n, false);
   const auto& [mx, sum] = e.state_of<SoftmaxPlan>(n);
   llvm::IRBuilderBase& b = e.b;
   std::vector<bool> collapsed(rs.size());
-  for (size_t d = 0; d < rs.size(); ++d) collapsed[d] = rs[d] == 1;
+  for (size_t d = 0; d < rs.size(); ++d) collapsed[d] = rs[d].is_one();
   const bool parallel = outer_kept(in, collapsed);
   const auto row = [&](const Index& ii) { return row_offset(e, ii, rs); };
   e.loop_nest(rs, true, [&](const Index& ri) {
@@ -70,7 +74,7 @@ void materialise_softmax(Emitter& e, const Node& n) {
 llvm::Value* generate_softmax(Emitter& e, const Node& n, const Index& idx) {
   const ValueId x = n.inputs[0];
   const DType t = e.dtype(x);
-  const Shape rs = row_shape(e, n, false);
+  const SymShape rs = row_shape(e, n, false);
   const auto& [mx, sum] = e.state_of<SoftmaxPlan>(n);
   llvm::IRBuilderBase& b = e.b;
   llvm::Value* off = row_offset(e, idx, rs);
@@ -89,6 +93,7 @@ llvm::Value* generate_softmax(Emitter& e, const Node& n, const Index& idx) {
 
 extern const Lowering kSoftmaxLowering;
 const Lowering kSoftmaxLowering{.why_not = why_not_softmax,
+                                .why_not_dynamic = why_not_dynamic_softmax,
                                 .generate = generate_softmax,
                                 .allocate = allocate_softmax,
                                 .materialise = materialise_softmax};

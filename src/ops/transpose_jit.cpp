@@ -5,24 +5,36 @@
 namespace sgraph::ops {
 namespace {
 
-llvm::Value* generate_transpose(Emitter& e, const Node& n, const Index& idx) {
-  const Shape& out = e.shape(n.outputs[0]);
-  const Shape& in = e.shape(n.inputs[0]);
+// "" when `out` is `in` permuted by the node's perm.
+std::string check_perm(const Node& n, const SymShape& in, const SymShape& out) {
   const Ints perm = transpose_perm(n, in.size());
-  SG_CHECK(perm.size() == out.size() && in.size() == out.size())
-      << node_str(n) << ": perm " << shape_str(perm) << " does not fit shape " << shape_str(in);
+  if (perm.size() != out.size() || in.size() != out.size()) return "perm does not fit the shape";
+  for (size_t d = 0; d < out.size(); ++d)
+    if (perm[d] < 0 || static_cast<size_t>(perm[d]) >= in.size() || !(in[perm[d]] == out[d]))
+      return "output shape is not a transpose of the input's";
+  return "";
+}
+
+llvm::Value* generate_transpose(Emitter& e, const Node& n, const Index& idx) {
+  const SymShape out = e.dims(n.outputs[0]), in = e.dims(n.inputs[0]);
+  const std::string why = check_perm(n, in, out);
+  SG_CHECK(why.empty()) << node_str(n) << ": " << why << " (perm "
+                        << shape_str(transpose_perm(n, in.size())) << ")";
+  const Ints perm = transpose_perm(n, in.size());
   Index in_idx(out.size());
-  for (size_t d = 0; d < out.size(); ++d) {
-    SG_CHECK(in.at(perm[d]) == out[d]) << node_str(n) << ": output shape " << shape_str(out)
-                                       << " is not a transpose of " << shape_str(in);
-    in_idx[perm[d]] = idx[d];
-  }
+  for (size_t d = 0; d < out.size(); ++d) in_idx[perm[d]] = idx[d];
   return e.element(n.inputs[0], in_idx);
+}
+
+std::string why_not_dynamic_transpose(const Graph&, const Node& n,
+                                      const std::vector<const SymShape*>& in, const SymShape& out) {
+  return in.empty() || !in[0] ? "no input" : check_perm(n, *in[0], out);
 }
 
 }  // namespace
 
 extern const Lowering kTransposeLowering;
-const Lowering kTransposeLowering{.generate = generate_transpose};
+const Lowering kTransposeLowering{.why_not_dynamic = why_not_dynamic_transpose,
+                                  .generate = generate_transpose};
 
 }  // namespace sgraph::ops

@@ -249,9 +249,9 @@ void materialise_window(Emitter& e, const Node& n) {
              : p.source.defined() ? e.frame_pointer(p.source)
                                   : e.frame_pointer(x);
   e.call_gemm({.dtype = e.dtype(x),
-               .M = mg,
-               .N = numel(w.out),
-               .K = dot,
+               .M = e.i64(mg),
+               .N = e.i64(numel(w.out)),
+               .K = e.i64(dot),
                .a = a,
                .b = b,
                .c = e.frame_pointer(p.product),

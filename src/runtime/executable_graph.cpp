@@ -199,6 +199,21 @@ bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env)
   return true;
 }
 
+// The bytes of r's scratch block for the bound symbols: the static parts, then each symbolic part
+// rounded up to 64 bytes (the kernel places them the same way).
+int64_t ExecutableGraph::scratch_need(const RegionPlan& r) const {
+  int64_t need = r.scratch_bytes;
+  for (const auto& [elem_bytes, dims] : r.scratch_sym) {
+    int64_t bytes = elem_bytes;
+    for (const SymDim& d : dims)
+      SG_CHECK(!__builtin_mul_overflow(bytes, d.value(r.sym_values), &bytes))
+          << "a dynamic region's scratch size overflows at these shapes";
+    SG_CHECK(!__builtin_add_overflow(need, (bytes + 63) / 64 * 64, &need))
+        << "a dynamic region's scratch size overflows at these shapes";
+  }
+  return need;
+}
+
 void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const {
   std::vector<void*> buffers;
   buffers.reserve(r.region.inputs.size() + r.region.outputs.size());
@@ -223,15 +238,17 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
     return "region of " + std::to_string(r.region.nodes.size()) + " ops (first '" +
            g_.nodes[r.region.nodes.front()].name + "')";
   };
-  if (r.scratch_bytes > 0) {
-    if (!r.scratch) {
+  if (const int64_t need = scratch_need(r); need > 0) {
+    if (!r.scratch || r.scratch_capacity < need) {
+      r.scratch.reset();
+      r.scratch_capacity = 0;
       try {
         maybe_fail_for_testing();
-        r.scratch = aligned_block(r.scratch_bytes);
+        r.scratch = aligned_block(need);
       } catch (const std::bad_alloc&) {
-        SG_FAIL() << region_str() << ": cannot allocate its " << r.scratch_bytes
-                  << "-byte scratch block";
+        SG_FAIL() << region_str() << ": cannot allocate its " << need << "-byte scratch block";
       }
+      r.scratch_capacity = need;
     }
     buffers.push_back(r.scratch.get());
   }

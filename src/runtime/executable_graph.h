@@ -50,9 +50,13 @@ struct RegionPlan {
   std::vector<int64_t> out_capacity;  // bytes of each block
   jit::KernelFn fn = nullptr;         // nullptr: the region's ops are interpreted
   int64_t scratch_bytes = 0;          // the kernel's scratch block (0: none)
-  std::shared_ptr<void> scratch;      // allocated on the first call, kept for the next ones
-  bool cache_hit = false;             // the kernel is one compiled before for the same code
-  int compiles = 0;                   // how many times this region was compiled
+  // A dynamic kernel's scratch parts of symbolic size after those (jit::CompiledRegion): the
+  // block is sized per call and grown to the largest size seen.
+  std::vector<std::pair<int64_t, SymShape>> scratch_sym;
+  std::shared_ptr<void> scratch;  // allocated on the first call, kept for the next ones
+  int64_t scratch_capacity = 0;   // its bytes
+  bool cache_hit = false;         // the kernel is one compiled before for the same code
+  int compiles = 0;               // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
   // Threads for the kernel's loop nests, from the region's profiled time, and why; ctx (made by
@@ -109,6 +113,7 @@ class ExecutableGraph {
                   const std::vector<int32_t>& last_use);
   bool guard_holds(RegionPlan& r, const std::vector<Tensor>& env) const;
   Tensor dynamic_output(RegionPlan& r, size_t k) const;
+  int64_t scratch_need(const RegionPlan& r) const;
   void call_kernel(RegionPlan& r, std::vector<Tensor>& env) const;
 
   const Graph& g_;

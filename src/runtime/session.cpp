@@ -284,6 +284,14 @@ struct Session::Impl {
       p.output_sym.push_back(at->second);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
+    // A kernel's shapes come from the symbols alone: one that depends on an input's values (a
+    // Reshape to a computed shape) is not compiled dynamic (a static region guards such values).
+    const ValueGuards vg = value_guards(graph, r, shapes_seen(*tracker), tracker->small_values());
+    if (!vg.why_not.empty())
+      p.why_interpreted = vg.why_not;
+    else if (!vg.guards.empty())
+      p.why_interpreted = "its shapes depend on the values of '" +
+                          graph.values[r.inputs[vg.guards.front().first]].name + "'";
     return p;
   }
 
@@ -373,6 +381,7 @@ struct Session::Impl {
       }
       p.fn = c.kernel.fn;
       p.scratch_bytes = c.scratch_bytes;
+      p.scratch_sym = std::move(c.scratch_sym);
       p.cache_hit = c.kernel.reused;
       if (p.cache_hit) return;
       p.compile_ms += c.compile_ms;
@@ -534,6 +543,7 @@ struct Session::Impl {
       rr.dynamic = plan.region.dynamic;
       rr.symbols = plan.symbols;
       for (int64_t c : plan.out_capacity) rr.dynamic_bytes += c;
+      if (!plan.scratch_sym.empty()) rr.dynamic_bytes += plan.scratch_capacity;
       rep.dynamic_bytes += rr.dynamic_bytes;
       rr.cache_hit = plan.cache_hit;
       rr.compile_ms = plan.compile_ms;
