@@ -55,6 +55,34 @@ Workload encoder(const std::string& path) {
   return w;
 }
 
+// (a') The 4-layer d=256 text encoder of ../shared/testdata (token ids, positions from
+// Shape -> Range, a padding mask), batch 1, the sequence length cycling over 8 values in
+// [7, 128] for 120 iterations: a text service. Token ids are drawn below the largest id of its
+// first data set (so they are in the vocabulary).
+Workload text_encoder(const std::string& dir) {
+  Workload w{"text_encoder",
+             "ids [1,seq], seq cycles over 8 values in 7..128",
+             load_onnx(dir + "/model.onnx"),
+             {},
+             40};
+  const Tensor ids0 = load_tensor_pb(dir + "/test_data_set_0/input_0.pb");
+  int64_t vocab = 1;
+  for (int64_t k = 0; k < ids0.numel(); ++k) vocab = std::max(vocab, ids0.data<int64_t>()[k] + 1);
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int64_t> id(0, vocab - 1);
+  const int64_t seqs[] = {7, 16, 23, 32, 50, 64, 100, 128};
+  for (int i = 0; i < 120; ++i) {
+    const int64_t seq = seqs[i % 8];
+    Tensor ids(DType::i64, {1, seq}), mask(DType::i64, {1, seq});
+    for (int64_t k = 0; k < seq; ++k) {
+      ids.data<int64_t>()[k] = id(rng);
+      mask.data<int64_t>()[k] = k < seq - seq / 4 ? 1 : 0;  // the last quarter is padding
+    }
+    w.feeds.push_back({ids, mask});
+  }
+  return w;
+}
+
 // (b) Training-style: 5 epochs of 10 batches of 64 and a last batch of 17.
 Workload mlp_epochs(const std::string& path) {
   Workload w{"mlp3", "x [batch,64], 5 epochs of 10x64 + 1x17", load_onnx(path), {}, 11};
@@ -225,6 +253,11 @@ int main(int argc, char** argv) {
     std::vector<Workload> workloads;
     workloads.push_back(
         encoder(SGRAPH_SOURCE_DIR "/examples/models/tiny_encoder_block/model.onnx"));
+    const std::string text = SGRAPH_TESTDATA_DIR "/synthetic/text_encoder";
+    if (std::filesystem::exists(text + "/model.onnx"))
+      workloads.push_back(text_encoder(text));
+    else
+      std::printf("skipped text_encoder: %s is missing\n", text.c_str());
     const std::string mlp3 = SGRAPH_TESTDATA_DIR "/synthetic/mlp3/model.onnx";
     if (std::filesystem::exists(mlp3))
       workloads.push_back(mlp_epochs(mlp3));
