@@ -439,10 +439,10 @@ void KernelBuilder::call_gemm(const ops::GemmCall& call) {
       << "GEMM batch offsets differ in count";
   llvm::Type* i64t = b_.getInt64Ty();
   llvm::Type* ptr = b_.getPtrTy();
-  const auto offsets = [&](const std::vector<int64_t>& off, Value* scale) -> Value* {
+  const auto offsets = [&](const std::vector<int64_t>& off) -> Value* {
     if (std::all_of(off.begin(), off.end(), [](int64_t o) { return o == 0; }))
       return llvm::ConstantPointerNull::get(b_.getPtrTy());
-    return gemm_offsets(off, scale);
+    return i64_array(off);
   };
   // The same arguments for each helper; sgraph_gemm_const_b_f32's B offsets are null.
   const char* fn = call.const_b               ? "sgraph_gemm_const_b_f32"
@@ -452,35 +452,11 @@ void KernelBuilder::call_gemm(const ops::GemmCall& call) {
       m_.getOrInsertFunction(fn, b_.getVoidTy(), ptr, i64t, i64t, i64t, i64t, ptr, ptr, i64t, ptr,
                              ptr, i64t, ptr, b_.getDoubleTy());
   Value* items = call.items ? call.items : i64(static_cast<int64_t>(call.a_off.size()));
-  Value* a_off = call.items ? call.a_items : offsets(call.a_off, call.a_scale);
-  Value* b_off = call.items ? call.b_items : offsets(call.b_off, call.b_scale);
+  Value* a_off = call.items ? call.a_items : offsets(call.a_off);
+  Value* b_off = call.items ? call.b_items : offsets(call.b_off);
   b_.CreateCall(gemm, {kernel_->getArg(2), items, call.M, call.N, call.K, call.a, a_off,
                        i64(call.ta ? 1 : 0), call.b, b_off, i64(call.tb ? 1 : 0), call.c,
                        llvm::ConstantFP::get(b_.getDoubleTy(), call.alpha)});
-}
-
-// A GEMM's batch offsets: a constant table, or (scale: a matrix size known at run time) the table
-// times scale, computed by a loop in the kernel's frame into an array on its stack.
-Value* KernelBuilder::gemm_offsets(const std::vector<int64_t>& off, Value* scale) {
-  Value* table = i64_array(off);
-  if (!scale) return table;
-  llvm::Type* i64t = b_.getInt64Ty();
-  const auto n = static_cast<int64_t>(off.size());
-  Value* out = b_.CreateAlloca(i64t, i64(n), "gemm_off");
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* loop = llvm::BasicBlock::Create(ctx_, "offsets", kernel_);
-  auto* done = llvm::BasicBlock::Create(ctx_, "offsets_done", kernel_);
-  b_.CreateBr(loop);
-  b_.SetInsertPoint(loop);
-  llvm::PHINode* i = b_.CreatePHI(i64t, 2);
-  i->addIncoming(i64(0), pre);
-  Value* x = b_.CreateLoad(i64t, b_.CreateInBoundsGEP(i64t, table, i));
-  b_.CreateStore(b_.CreateMul(x, scale, "", true, true), b_.CreateInBoundsGEP(i64t, out, i));
-  Value* next = b_.CreateAdd(i, i64(1), "", true, true);
-  i->addIncoming(next, loop);
-  b_.CreateCondBr(b_.CreateICmpSLT(next, i64(n)), loop, done);
-  b_.SetInsertPoint(done);
-  return out;
 }
 
 }  // namespace sgraph::jit

@@ -116,7 +116,6 @@ class KernelBuilder final : public ops::Emitter {
   // A dim's value: in a nest's body (the symbols it loaded) or in the kernel.
   llvm::Value* dim_value(const SymDim& d);
   llvm::Value* sym_element_at_offset(ValueId v, llvm::Value* off);
-  llvm::Value* gemm_offsets(const std::vector<int64_t>& off, llvm::Value* scale);
   void sym_loop_nest(const SymShape& s, bool parallel, const Body& body);
   void load_symbols(llvm::Value* dims, std::vector<llvm::Value*>& into);
 

@@ -45,17 +45,16 @@ struct LocalBuffer {
 };
 
 // A call of the runtime GEMM: batch item i computes C_i = alpha * op(A_i) op(B_i) into c, with
-// A_i at a + a_off[i] * a_scale and B_i at b + b_off[i] * b_scale (in elements), row-major
-// [M,K] x [K,N] -> [M,N]. M, N, K and the scales are i64 values of the kernel frame: constants in a
-// static region, computed from the symbols in a dynamic one.
+// A_i at a + a_off[i] and B_i at b + b_off[i] (in elements), row-major [M,K] x [K,N] -> [M,N].
+// M, N and K are i64 values of the kernel frame: constants in a static region, computed from the
+// symbols in a dynamic one.
 struct GemmCall {
   DType dtype = DType::f32;
   llvm::Value *M = nullptr, *N = nullptr, *K = nullptr;
   llvm::Value *a = nullptr, *b = nullptr, *c = nullptr;  // pointers valid in the kernel frame
   std::vector<int64_t> a_off, b_off;                     // one per batch item (all 0: none)
-  llvm::Value *a_scale = nullptr, *b_scale = nullptr;    // nullptr: 1
-  // A batch counted at run time: `items` items, A_i at a + a_items[i], B_i at b + b_items[i]
-  // (i64 arrays in the frame; a_off, b_off and the scales unused).
+  // Offsets known only at run time: `items` items, A_i at a + a_items[i], B_i at b + b_items[i]
+  // (i64 arrays in the frame; a_off and b_off unused).
   llvm::Value* items = nullptr;
   llvm::Value *a_items = nullptr, *b_items = nullptr;
   bool ta = false, tb = false;

@@ -38,7 +38,9 @@ struct ContractionPlan {
   Contraction geometry;
   Operand a, b;
   LocalBuffer product;
-  LocalBuffer a_offsets, b_offsets;  // a symbolic batch's items' offsets, filled per call
+  // The items' A and B offsets when they are known only at run time (a symbolic batch, or a
+  // matrix of symbolic size): filled per call by a nest of their own.
+  LocalBuffer a_offsets, b_offsets;
 };
 
 // Gemm with a C operand and beta != 0 adds beta * C to the product.
@@ -53,7 +55,8 @@ std::string why_not_contraction(const Graph& g, const Node& n) {
 }
 
 // The contraction's geometry from its operands' and output's shapes (symbolic in a dynamic
-// region, where the batch dims must be static); "" in `why` when they contract.
+// region: symbolic batch dims fold into M against a matrix B, or are shared by A and B); "" in
+// `why` when they contract.
 Contraction geometry_of(const Node& n, const SymShape& a, const SymShape& b, const SymShape& out,
                         std::string& why) {
   Contraction c;
@@ -181,6 +184,39 @@ Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans) {
   return o;
 }
 
+SymShape with(SymShape s, const SymDim& d) {
+  s.push_back(d);
+  return s;
+}
+SymShape a_matrix(const Contraction& c) { return with(c.M, c.K); }
+SymShape b_matrix(const Contraction& c) { return {c.K, c.N}; }
+
+bool nonzero(const std::vector<int64_t>& items) {
+  return std::any_of(items.begin(), items.end(), [](int64_t i) { return i != 0; });
+}
+
+// Whether the items' offsets are known only at run time: a symbolic batch, or items past the
+// first whose matrices are of symbolic size.
+bool runtime_offsets(const Contraction& c) {
+  return !c.batch.empty() || (!is_static(a_matrix(c)) && nonzero(c.a_item)) ||
+         (!is_static(b_matrix(c)) && nonzero(c.b_item));
+}
+
+// The dims the items run over: the symbolic batch, or the static items.
+SymShape item_shape(const Contraction& c) {
+  return c.batch.empty() ? SymShape{SymDim::constant(static_cast<int64_t>(c.a_item.size()))}
+                         : c.batch;
+}
+
+// The items' offsets (elements) of matrices of a static size (any size when every item is the
+// first matrix).
+std::vector<int64_t> static_offsets(const std::vector<int64_t>& item, const SymShape& matrix) {
+  if (!nonzero(item)) return std::vector<int64_t>(item.size(), 0);
+  std::vector<int64_t> off;
+  for (int64_t i : item) off.push_back(i * numel(eval_shape(matrix, {})));
+  return off;
+}
+
 void allocate_contraction(Emitter& e, const Node& n) {
   ContractionPlan p;
   p.geometry = contraction_geometry(e, n);
@@ -188,9 +224,10 @@ void allocate_contraction(Emitter& e, const Node& n) {
   p.a = contraction_operand(e, n.inputs[0], gemm && p.geometry.ta);
   p.b = contraction_operand(e, n.inputs[1], gemm && p.geometry.tb);
   p.product = e.local_buffer(memory_type(e.context(), e.dtype(n.outputs[0])), e.dims(n.outputs[0]));
-  if (!p.geometry.batch.empty()) {
-    p.a_offsets = e.local_buffer(e.b.getInt64Ty(), p.geometry.batch);
-    p.b_offsets = e.local_buffer(e.b.getInt64Ty(), p.geometry.batch);
+  if (runtime_offsets(p.geometry)) {
+    const SymShape items = item_shape(p.geometry);
+    p.a_offsets = e.local_buffer(e.b.getInt64Ty(), items);
+    p.b_offsets = e.local_buffer(e.b.getInt64Ty(), items);
   }
   e.state(n) = std::move(p);
 }
@@ -203,24 +240,6 @@ bool packs_b(const Graph& g, DType t, const Operand& b, const Contraction& c) {
          c.batch.empty() && !c.K.symbolic() && !c.N.symbolic() &&
          c.K.offset * c.N.offset >= kMinPacked &&
          std::all_of(c.b_item.begin(), c.b_item.end(), [](int64_t o) { return o == 0; });
-}
-
-// Batch items' offsets (elements) of matrices of `rows` x `cols`: constants when the size is
-// static, else the matrix indices and the size, computed in the kernel's frame.
-std::pair<std::vector<int64_t>, llvm::Value*> batch_offsets(Emitter& e,
-                                                            const std::vector<int64_t>& item,
-                                                            const SymShape& matrix) {
-  if (is_static(matrix)) {
-    std::vector<int64_t> off;
-    for (int64_t i : item) off.push_back(i * numel(eval_shape(matrix, {})));
-    return {off, nullptr};
-  }
-  return {item, e.count(matrix)};
-}
-
-SymShape with(SymShape s, const SymDim& d) {
-  s.push_back(d);
-  return s;
 }
 
 void materialise_contraction(Emitter& e, const Node& n) {
@@ -248,17 +267,28 @@ void materialise_contraction(Emitter& e, const Node& n) {
     return o.local.defined() ? e.frame_pointer(o.local) : e.frame_pointer(o.value);
   };
   const DType t = e.dtype(n.outputs[0]);
-  auto [a_off, a_scale] = batch_offsets(e, c.a_item, with(c.M, c.K));
-  auto [b_off, b_scale] = batch_offsets(e, c.b_item, {c.K, c.N});
+  std::vector<int64_t> a_off, b_off;
   llvm::Value* items = nullptr;
-  if (!c.batch.empty()) {  // item i at i * (M * K) and i * (K * N), stored by a nest
-    const SymShape mk = with(c.M, c.K);
-    e.loop_nest(c.batch, false, [&](const Index& idx) {
-      llvm::Value* i = e.offset_of(idx, c.batch);
-      e.b.CreateStore(e.b.CreateMul(i, e.count(mk)), e.at(p.a_offsets, i));
-      e.b.CreateStore(e.b.CreateMul(i, e.count({c.K, c.N})), e.at(p.b_offsets, i));
+  if (runtime_offsets(c)) {
+    // Item i's matrices: i itself over a symbolic batch, else its (broadcast) index in the
+    // constant tables; times the matrices' sizes.
+    const SymShape is = item_shape(c);
+    llvm::Value* a_table = c.batch.empty() ? e.i64_array(c.a_item) : nullptr;
+    llvm::Value* b_table = c.batch.empty() ? e.i64_array(c.b_item) : nullptr;
+    llvm::IRBuilderBase& b = e.b;
+    e.loop_nest(is, false, [&](const Index& idx) {
+      llvm::Value* i = e.offset_of(idx, is);
+      const auto matrix = [&](llvm::Value* table) {
+        return table ? b.CreateLoad(b.getInt64Ty(), b.CreateInBoundsGEP(b.getInt64Ty(), table, i))
+                     : i;
+      };
+      b.CreateStore(b.CreateMul(matrix(a_table), e.count(a_matrix(c))), e.at(p.a_offsets, i));
+      b.CreateStore(b.CreateMul(matrix(b_table), e.count(b_matrix(c))), e.at(p.b_offsets, i));
     });
-    items = e.count(c.batch);
+    items = e.count(is);
+  } else {
+    a_off = static_offsets(c.a_item, a_matrix(c));
+    b_off = static_offsets(c.b_item, b_matrix(c));
   }
   e.call_gemm({.dtype = t,
                .M = e.count(c.M),
@@ -269,8 +299,6 @@ void materialise_contraction(Emitter& e, const Node& n) {
                .c = e.frame_pointer(p.product),
                .a_off = std::move(a_off),
                .b_off = std::move(b_off),
-               .a_scale = a_scale,
-               .b_scale = b_scale,
                .items = items,
                .a_items = items ? e.frame_pointer(p.a_offsets) : nullptr,
                .b_items = items ? e.frame_pointer(p.b_offsets) : nullptr,

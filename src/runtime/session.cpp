@@ -286,7 +286,7 @@ struct Session::Impl {
     }
     // A kernel's shapes come from the symbols alone: one that depends on an input's values (a
     // Reshape to a computed shape) is not compiled dynamic (a static region guards such values).
-    const ValueGuards vg = value_guards(graph, r, shapes_seen(*tracker), tracker->small_values());
+    const ValueGuards vg = value_guards(graph, r, value_shapes, tracker->small_values());
     if (!vg.why_not.empty())
       p.why_interpreted = vg.why_not;
     else if (!vg.guards.empty())
