@@ -9,6 +9,7 @@
 // the input's dims, so div/mod happen only inside groups (by constants where the group's dims are
 // static) and a symbolic dim matched by itself maps directly.
 #include <algorithm>
+#include <tuple>
 
 #include "ops/lowering.h"
 
@@ -30,15 +31,16 @@ llvm::Value* generate_static_view(Emitter& e, const Node& n, const Index& idx) {
 // scale times s), kept sorted so that equal products compare equal.
 struct Product {
   int64_t factor = 1;
-  std::vector<std::pair<int32_t, int64_t>> atoms;  // (symbol, offset) of each dim 1 * s + offset
+  // Each symbolic dim as (symbol, scale, offset), the scale 1 when the offset is 0.
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> atoms;
   bool overflow = false;
 
   void multiply(const SymDim& d) {
-    int64_t f = d.symbolic() ? (d.offset == 0 ? d.scale : 1) : d.offset;
-    if (d.symbolic() && d.offset != 0 && d.scale != 1) overflow = true;  // (not a product form)
+    const bool multiple = d.symbolic() && d.offset == 0;
+    const int64_t f = !d.symbolic() ? d.offset : multiple ? d.scale : 1;
     if (__builtin_mul_overflow(factor, f, &factor)) overflow = true;
     if (d.symbolic()) {
-      atoms.emplace_back(d.sym, d.offset);
+      atoms.emplace_back(d.sym, multiple ? 1 : d.scale, d.offset);
       std::sort(atoms.begin(), atoms.end());
     }
   }
@@ -75,7 +77,7 @@ std::optional<std::vector<Group>> view_groups(const SymShape& out, const SymShap
       else
         return std::nullopt;
     }
-    if (po.factor == 0) return std::nullopt;  // (an empty dim: nothing to map)
+    if (po.overflow || pi.overflow || po.factor == 0) return std::nullopt;  // (0: an empty dim)
     g.out_begin = i;
     g.in_begin = j;
     groups.push_back(g);
