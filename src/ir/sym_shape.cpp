@@ -1,5 +1,7 @@
 #include "ir/sym_shape.h"
 
+#include "sgraph/error.h"
+
 namespace sgraph {
 
 std::string sym_dim_str(const SymDim& d, const std::vector<Symbol>& symbols) {
@@ -30,7 +32,11 @@ bool is_static(const SymShape& s) {
 Shape eval_shape(const SymShape& s, std::span<const int64_t> syms) {
   Shape out;
   out.reserve(s.size());
-  for (const SymDim& d : s) out.push_back(d.value(syms));
+  for (const SymDim& d : s) {
+    SG_ASSERT(static_cast<size_t>(d.sym + 1) <= syms.size())
+        << "symbol " << d.sym << " evaluated with " << syms.size() << " symbols";
+    out.push_back(d.value(syms));
+  }
   return out;
 }
 
