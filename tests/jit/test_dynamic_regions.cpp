@@ -43,8 +43,10 @@ struct Dynamic {
 
   // Runs the kernel on `feeds` (binding the symbols from the inputs' shapes) and checks every
   // output against the interpreter's (to rounding: vector math). False when the guard does not
-  // hold.
-  bool run_and_check(const std::vector<Tensor>& feeds, int threads = 1) {
+  // hold. A region with contractions or row statistics sums in another order than the
+  // interpreter: it passes a looser rtol/atol.
+  bool run_and_check(const std::vector<Tensor>& feeds, int threads = 1, double rtol = 1e-6,
+                     double atol = 1e-7) {
     REQUIRE_MESSAGE(compiled(c), c.why_not);
     std::vector<int64_t> syms(sd.symbols.size(), 0);
     std::vector<bool> bound(sd.symbols.size(), false);
@@ -61,6 +63,15 @@ struct Dynamic {
       outs.emplace_back(g.value(v).dtype, eval_shape(*sd.values[v], syms));
       buffers.push_back(outs.back().raw_data());
     }
+    // The scratch block, sized as the runtime sizes it: the static parts, then each symbolic
+    // part rounded up to 64 bytes.
+    int64_t scratch = c.scratch_bytes;
+    for (const auto& [elem_bytes, dims] : c.scratch_sym)
+      scratch += (elem_bytes * numel(eval_shape(dims, syms)) + 63) / 64 * 64;
+    std::vector<std::byte> block(static_cast<size_t>(scratch) + 64);
+    if (scratch > 0)
+      buffers.push_back(
+          reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block.data()) + 63) / 64 * 64));
     KernelContext ctx(threads);
     c.kernel.fn(buffers.data(), syms.data(), &ctx);
     const std::vector<Tensor> want = Interpreter(g).run(feeds);
@@ -69,7 +80,7 @@ struct Dynamic {
       const Tensor& got =
           outs[std::find(r.outputs.begin(), r.outputs.end(), g.outputs[i]) - r.outputs.begin()];
       REQUIRE(got.shape() == want[i].shape());
-      check_tensors_close(got, want[i], 1e-6, 1e-7);
+      check_tensors_close(got, want[i], rtol, atol);
     }
     return true;
   }
@@ -166,6 +177,63 @@ TEST_CASE("dynamic region: an input dim related affinely to the symbol binds it"
   d.c = compile_dynamic_region(shared_jit(), g, d.r, d.sd.values, 1, fresh_name());
   for (int64_t n : {1, 3, 15, 1025}) CHECK(d.run_and_check(feed(n)));
   CHECK_FALSE(d.run_and_check(feed(4)));  // not 2*s+1
+}
+
+TEST_CASE("dynamic region: contractions, rows and views over a symbolic length") {
+  // x [2,s,8]: LayerNorm -> MatMul w [8,8] (batch folded into M) -> Reshape [2,s,2,4] ->
+  // Transpose [2,2,s,4] = q; q x q^T [2,2,s,s] (a static batch, M and N symbolic) -> Softmax ->
+  // x q [2,2,s,4] (K symbolic); ReduceMean over s; and x [2,s,8] x v [2,8,3] (items of symbolic
+  // size, A's batch matching B's).
+  GraphBuilder b("attn");
+  ValueId x = b.input("x", DType::f32, {2, Dim("s"), 8});
+  ValueId w = b.constant("w", random_f32({8, 8}, 21));
+  ValueId v = b.constant("v", random_f32({2, 8, 3}, 22));
+  ValueId gamma = b.constant("gamma", random_f32({8}, 23));
+  ValueId beta = b.constant("beta", random_f32({8}, 24));
+  ValueId ln = b.layer_normalization(x, gamma, beta);
+  ValueId h = b.matmul(ln, w);
+  ValueId r = b.reshape(h, b.ints({2, -1, 2, 4}));
+  Attributes perm, perm_t, axis;
+  perm.set("perm", Ints{0, 2, 1, 3});
+  perm_t.set("perm", Ints{0, 1, 3, 2});
+  axis.set("axis", int64_t{-1});
+  ValueId q = b.transpose(r, perm);
+  ValueId scores = b.matmul(q, b.transpose(q, perm_t));
+  ValueId p = b.softmax(scores, axis);
+  ValueId ctx = b.matmul(p, q);
+  b.output(ctx, "ctx");
+  b.output(b.node(OpKind::ReduceMean, {ctx}, test::axes_attr({2}, 1)).front(), "mean");
+  b.output(b.matmul(x, v), "xv");
+  const Graph g = b.build();
+  const auto feed = [](int64_t s) {
+    return std::vector<Tensor>{random_f32({2, s, 8}, static_cast<uint32_t>(s))};
+  };
+  Dynamic d(g, {feed(3), feed(5)});
+  REQUIRE_MESSAGE(compiled(d.c), d.c.why_not);
+  CHECK_FALSE(d.c.scratch_sym.empty());  // the products' buffers grow with s
+  for (int64_t s : kValues) {
+    CAPTURE(s);
+    CHECK(d.run_and_check(feed(s), 1, 1e-5, 1e-6));
+    CHECK(d.run_and_check(feed(s), /*threads=*/2, 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("dynamic region: a MatMul over a symbolic batch shared by A and B") {
+  // a [n,4,6] x b [n,6,5]: the items' offsets are filled at run time.
+  GraphBuilder gb("bmm");
+  ValueId a = gb.input("a", DType::f32, {Dim("n"), 4, 6});
+  ValueId bb = gb.input("b", DType::f32, {Dim("n"), 6, 5});
+  gb.output(gb.node(OpKind::Relu, {gb.matmul(a, bb)}).front(), "y");
+  const Graph g = gb.build();
+  const auto feed = [](int64_t n) {
+    return std::vector<Tensor>{random_f32({n, 4, 6}, static_cast<uint32_t>(n)),
+                               random_f32({n, 6, 5}, 7)};
+  };
+  Dynamic d(g, {feed(2), feed(3)});
+  for (int64_t n : kValues) {
+    CAPTURE(n);
+    CHECK(d.run_and_check(feed(n)));
+  }
 }
 
 TEST_CASE("why_not_dynamic: what the dynamic tier does not compile yet, and why") {
