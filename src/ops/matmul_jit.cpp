@@ -159,12 +159,13 @@ std::string why_not_dynamic_contraction(const Graph&, const Node& n,
 }
 
 // The buffer an operand is read from: a region input in place (perhaps through a Transpose of
-// its last two dims, flipping `trans`), else a local buffer its own nest fills.
-Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans) {
+// its last two dims, flipping `trans`, unless `transposable` is false), else a local buffer its
+// own nest fills.
+Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans, bool transposable = true) {
   Operand o;
   o.value = v;
   o.trans = matrix_trans;
-  if (const Node* p = e.producer(v); p && p->op == OpKind::Transpose) {
+  if (const Node* p = e.producer(v); transposable && p && p->op == OpKind::Transpose) {
     const ValueId in = p->inputs[0];
     const auto rank = static_cast<int64_t>(e.dims(v).size());
     if (rank >= 2 && !e.producer(in)) {
@@ -221,7 +222,8 @@ void allocate_contraction(Emitter& e, const Node& n) {
   ContractionPlan p;
   p.geometry = contraction_geometry(e, n);
   const bool gemm = n.op == OpKind::Gemm;
-  p.a = contraction_operand(e, n.inputs[0], gemm && p.geometry.ta);
+  // A's batch folded into M reads the items' rows as one matrix: only untransposed.
+  p.a = contraction_operand(e, n.inputs[0], gemm && p.geometry.ta, p.geometry.M.size() == 1);
   p.b = contraction_operand(e, n.inputs[1], gemm && p.geometry.tb);
   p.product = e.local_buffer(memory_type(e.context(), e.dtype(n.outputs[0])), e.dims(n.outputs[0]));
   if (runtime_offsets(p.geometry)) {

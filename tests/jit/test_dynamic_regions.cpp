@@ -236,6 +236,27 @@ TEST_CASE("dynamic region: a MatMul over a symbolic batch shared by A and B") {
   }
 }
 
+TEST_CASE("dynamic region: a symbolic batch folded into M reads a transposed A through a copy") {
+  // x [3,m,2,3] -> Gather (interpreted) -> g [m,2,3] -> Transpose [m,3,2] x w [2,1]: the region
+  // input g is not one matrix of m*3 rows (the fuzzer's seed 1804000302 served such a region the
+  // rows of the untransposed g).
+  GraphBuilder gb("fold_t");
+  ValueId g = gb.input("g", DType::f32, {Dim("m"), 2, 3});
+  ValueId w = gb.constant("w", random_f32({2, 1}, 5));
+  Attributes perm;
+  perm.set("perm", Ints{0, 2, 1});
+  gb.output(gb.matmul(gb.transpose(g, perm), w), "y");
+  const Graph graph = gb.build();
+  const auto feed = [](int64_t m) {
+    return std::vector<Tensor>{random_f32({m, 2, 3}, static_cast<uint32_t>(m))};
+  };
+  Dynamic d(graph, {feed(4), feed(2)});
+  for (int64_t m : kValues) {
+    CAPTURE(m);
+    CHECK(d.run_and_check(feed(m), 1, 1e-5, 1e-6));
+  }
+}
+
 TEST_CASE("why_not_dynamic: what the dynamic tier does not compile yet, and why") {
   GraphBuilder b("no");
   ValueId x = b.input("x", DType::f32, {Dim("n"), 8});
