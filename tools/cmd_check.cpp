@@ -1,9 +1,9 @@
 // `sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--each] [--require-kernels]
-// [--no-jit]`: runs
+// [--no-jit] [--report]`: runs
 // folders in the ONNX backend-test layout (model.onnx + test_data_set_<k>/) and compares each data
 // set's outputs with its references. A DIR may also hold such folders, at any depth; they run in
 // sorted order. One line per data set; a model that does not load, or a DIR with no model in it,
-// counts as one failed data set.
+// counts as one failed data set. --report prints the session's report after a model's last run.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -49,11 +49,13 @@ void line(bool ok, const std::string& folder, const std::string& what, const std
 }
 
 void check_folder(const std::string& dir, Tolerance tol, const SessionOptions& options, int passes,
-                  bool each, bool require_kernels, Tally& tally) {
+                  bool each, bool require_kernels, bool report, Tally& tally) {
   ++tally.models;
   std::vector<DataSetResult> results;
+  Report rep;
   try {
-    results = run_backend_test(dir, tol, options, passes, each);
+    results = run_backend_test(load_onnx(dir + "/model.onnx"), dir, tol, options, passes, each,
+                               report ? &rep : nullptr);
   } catch (const std::exception& e) {  // sgraph::Error, or e.g. running out of memory
     line(false, dir, "model", e.what(), tally);
     return;
@@ -73,6 +75,7 @@ void check_folder(const std::string& dir, Tolerance tol, const SessionOptions& o
                                : ""),
          tally);
   }
+  if (report && !results.empty()) std::printf("\n%s\n", rep.to_text().c_str());
 }
 
 }  // namespace
@@ -86,6 +89,7 @@ int cmd_check(const Args& args) {
   const int passes = static_cast<int>(args.integer("--passes", 1, 1));
   const bool each = !args.all("--each").empty();
   const bool require_kernels = !args.all("--require-kernels").empty();
+  const bool report = !args.all("--report").empty();
   Tally tally;
   for (const std::string& dir : args.positional) {
     if (!fs::is_directory(dir)) {
@@ -97,7 +101,7 @@ int cmd_check(const Args& args) {
     if (tests.empty()) line(false, dir, "-", "no model.onnx in it or its subfolders", tally);
     for (const fs::path& t : tests)
       check_folder(t.lexically_normal().string(), tol, options, passes, each, require_kernels,
-                   tally);
+                   report, tally);
   }
   if (tally.models == 0)
     std::printf("check: no model folder (model.onnx + test_data_set_<k>/) found: nothing ran\n");

@@ -1,5 +1,5 @@
 // The `sgraph` command-line program: dispatch and usage. Each command is in cmd_<name>.cpp.
-//   sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--each]
+//   sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--each] [--report]
 //                [--require-kernels] [--no-jit]
 //                                               run ONNX backend-test folders against references
 //   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N] [--threads N]
@@ -27,7 +27,7 @@ const char kUsage[] = R"(usage: sgraph <command> [arguments]
 
 commands:
   check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--each] [--require-kernels]
-               [--no-jit]
+               [--no-jit] [--report]
       Run folders in the ONNX backend-test layout (model.onnx + test_data_set_<k>/input_<i>.pb,
       output_<j>.pb), or folders holding such folders, and compare every data set's outputs
       with its references (defaults: rtol 1e-3, atol 1e-4). The data sets run in order through
@@ -35,8 +35,8 @@ commands:
       (falling back when their shapes differ); --passes P runs them all P times over (default
       1), so a second pass serves the warm-up's own data sets; --each gives every data set a
       session of its own, warmed up on it, so every shape is served compiled;
-      --require-kernels fails a served data set that called no region kernel. Exits 1 if any
-      fails.
+      --require-kernels fails a served data set that called no region kernel; --report prints
+      each model's session report after its last run. Exits 1 if any fails.
   run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
             [--warmup N] [--threads N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE]
             [--dot FILE] [--bench-json FILE]
@@ -89,7 +89,7 @@ const Command kCommands[] = {
     {"check",
      cmd_check,
      {"--rtol", "--atol", "--warmup", "--passes"},
-     {"--no-jit", "--each", "--require-kernels"}},
+     {"--no-jit", "--each", "--require-kernels", "--report"}},
     {"run",
      cmd_run,
      {"--input", "--iters", "--warmup", "--threads", "--shapes", "--json", "--dot", "--bench-json"},

@@ -108,6 +108,13 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
                       [&](llvm::Module& m) { return KernelBuilder(g, r, value_shapes, m); });
 }
 
+bool takes_symbolic_dims(OpKind op) {
+  const ops::OpDef& def = ops::op_def(op);
+  const ops::Lowering* l = def.lowering;
+  if (l && l->why_not_dynamic) return true;
+  return def.element && !(l && (l->generate || l->materialise || l->per_channel));
+}
+
 std::string why_not_dynamic(const Graph& g, const Node& n,
                             const std::vector<std::optional<SymShape>>& shapes) {
   const auto shape_of = [&](ValueId v) -> const SymShape* {
@@ -123,8 +130,7 @@ std::string why_not_dynamic(const Graph& g, const Node& n,
     for (ValueId v : n.inputs) in.push_back(v == kNoValue ? nullptr : shape_of(v));
     return l->why_not_dynamic(g, n, in, out);
   }
-  if (!ops::op_def(n.op).element || (l && (l->generate || l->materialise || l->per_channel)))
-    return "its lowering takes no symbolic dims yet";
+  if (!takes_symbolic_dims(n.op)) return "its lowering takes no symbolic dims yet";
   std::vector<bool> made(out.size(), false);  // output dim d is some operand's
   for (ValueId v : n.inputs) {
     if (v == kNoValue) continue;
@@ -161,7 +167,8 @@ CompiledRegion compile_dynamic_region(Jit& jit, const Graph& g, const Region& r,
     for (ValueId v : g.nodes[i].outputs) shapes[v] = *sym_shapes.at(v);
   for (const SymShape& s : shapes)
     for (const SymDim& d : s)
-      SG_CHECK(d.sym < static_cast<int32_t>(num_symbols) && (!d.symbolic() || d.scale > 0))
+      SG_CHECK(d.sym < static_cast<int32_t>(num_symbols) &&
+               (!d.symbolic() || (d.scale > 0 && d.div >= 1)))
           << "a symbolic dim out of range";
   return compile_with(jit, r, name, reuse,
                       [&](llvm::Module& m) { return KernelBuilder(g, r, shapes, num_symbols, m); });

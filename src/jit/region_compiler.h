@@ -69,13 +69,16 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
 // is computed from them, static dims stay constants.
 
 // Why node n cannot be compiled in a dynamic region with the symbolic shapes `shapes` (per value
-// id; nullopt where unknown); "" when it can. Today: elementwise ops (no `generate`, `materialise`
-// or per-channel operands in their lowering) whose every operand dim equals the output's dim
-// (the same constant, or the same symbol and relation) or is the constant 1, and every symbolic
-// output dim is some operand's: then numpy broadcasting of any shapes matching the operands'
-// patterns gives the output's pattern, so the kernel's loops are those of the interpreter.
+// id; nullopt where unknown); "" when it can. An op whose lowering sets why_not_dynamic decides
+// itself; an elementwise op (no `generate`, `materialise` or per-channel operands in its lowering)
+// can when every operand dim equals the output's dim (the same constant, or the same symbol and
+// relation) or is the constant 1, and every symbolic output dim is some operand's: then numpy
+// broadcasting of any shapes matching the operands' patterns gives the output's pattern, so the
+// kernel's loops are those of the interpreter. Any other op cannot.
 std::string why_not_dynamic(const Graph& g, const Node& n,
                             const std::vector<std::optional<SymShape>>& shapes);
+// Whether op's lowering takes symbolic dims at all (for some shapes, by why_not_dynamic's rule).
+bool takes_symbolic_dims(OpKind op);
 
 // Compiles a dynamic region: sym_shapes[v] is the symbolic shape of every value the region reads
 // or writes, with symbols 0 .. num_symbols-1. Kernel arguments as for compile_region, and dims:

@@ -64,6 +64,12 @@ Value* KernelBuilder::dim_value(const SymDim& d) {
   Value* x = syms[static_cast<size_t>(d.sym)];
   if (d.scale != 1) x = b_.CreateMul(x, i64(d.scale), "", true, true);
   if (d.offset != 0) x = b_.CreateAdd(x, i64(d.offset), "", false, true);
+  if (d.div != 1) {  // rounded down (x may be negative: the guard then refuses the call)
+    Value* q = b_.CreateSDiv(x, i64(d.div));
+    Value* below = b_.CreateAnd(b_.CreateICmpSLT(x, i64(0)),
+                                b_.CreateICmpNE(b_.CreateSRem(x, i64(d.div)), i64(0)));
+    x = b_.CreateSub(q, b_.CreateZExt(below, b_.getInt64Ty()));
+  }
   return x;
 }
 

@@ -167,7 +167,7 @@ std::vector<ReplayResult> replay_backend_test(const Graph& graph, const std::str
 
 std::vector<DataSetResult> run_backend_test(const Graph& graph, const std::string& dir,
                                             Tolerance tol, const SessionOptions& options,
-                                            int passes, bool session_per_data_set) {
+                                            int passes, bool session_per_data_set, Report* report) {
   std::vector<DataSetResult> results;
   const std::vector<std::string> sets = data_sets(dir);
   if (session_per_data_set) {
@@ -190,12 +190,14 @@ std::vector<DataSetResult> run_backend_test(const Graph& graph, const std::strin
         results.push_back(run_data_set(session, ds, tol, pass));
         outside(session.report(), results.back().outside);
       }
+      if (report) *report = session.report();
     }
     return results;
   }
   Session session(graph, options);
   for (int pass = 1; pass <= passes; ++pass)
     for (const std::string& ds : sets) results.push_back(run_data_set(session, ds, tol, pass));
+  if (report) *report = session.report();
   return results;
 }
 

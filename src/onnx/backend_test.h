@@ -59,10 +59,13 @@ std::string unknown_op(const std::string& model_path);
 std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,
                                             const SessionOptions& options = {}, int passes = 1,
                                             bool session_per_data_set = false);
-// The same with the model already loaded (`graph`); `dir` holds the data sets.
+// The same with the model already loaded (`graph`); `dir` holds the data sets. `report`, when
+// given, receives the shared session's report after the last run (with a session per data set:
+// the last one's).
 std::vector<DataSetResult> run_backend_test(const Graph& graph, const std::string& dir,
                                             Tolerance tol, const SessionOptions& options = {},
-                                            int passes = 1, bool session_per_data_set = false);
+                                            int passes = 1, bool session_per_data_set = false,
+                                            Report* report = nullptr);
 
 // Every data set of `dir` through a Session of its own, warmed up on it, then served once and
 // compared (run_backend_test with a session per data set and one pass).

@@ -7,8 +7,10 @@
 // dims and a run of input dims with the same product (constant factor and symbols alike), e.g.
 // [seq, 4, 64] against [seq, 256]. Within a group the output index is linearised and split into
 // the input's dims, so div/mod happen only inside groups (by constants where the group's dims are
-// static) and a symbolic dim matched by itself maps directly.
+// static) and a symbolic dim matched by itself maps directly. Dims that do not group ([n, 6] as
+// [2, 3n]) are one group when the two element counts are the same polynomial in the symbols.
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 #include "ops/lowering.h"
@@ -31,16 +33,17 @@ llvm::Value* generate_static_view(Emitter& e, const Node& n, const Index& idx) {
 // scale times s), kept sorted so that equal products compare equal.
 struct Product {
   int64_t factor = 1;
-  // Each symbolic dim as (symbol, scale, offset), the scale 1 when the offset is 0.
-  std::vector<std::tuple<int32_t, int64_t, int64_t>> atoms;
+  // Each symbolic dim as (symbol, scale, offset, div), the scale 1 when the offset is 0 and the
+  // dim is not divided.
+  std::vector<std::tuple<int32_t, int64_t, int64_t, int64_t>> atoms;
   bool overflow = false;
 
   void multiply(const SymDim& d) {
-    const bool multiple = d.symbolic() && d.offset == 0;
+    const bool multiple = d.symbolic() && d.offset == 0 && d.affine();
     const int64_t f = !d.symbolic() ? d.offset : multiple ? d.scale : 1;
     if (__builtin_mul_overflow(factor, f, &factor)) overflow = true;
     if (d.symbolic()) {
-      atoms.emplace_back(d.sym, multiple ? 1 : d.scale, d.offset);
+      atoms.emplace_back(d.sym, multiple ? 1 : d.scale, d.offset, d.div);
       std::sort(atoms.begin(), atoms.end());
     }
   }
@@ -84,11 +87,45 @@ std::optional<std::vector<Group>> view_groups(const SymShape& out, const SymShap
   }
 }
 
+// The element count of s as a polynomial in the symbols: monomial (its symbols, sorted, repeated
+// by power) -> coefficient. nullopt on overflow.
+using Polynomial = std::map<std::vector<int32_t>, int64_t>;
+std::optional<Polynomial> count_polynomial(const SymShape& s) {
+  Polynomial p = {{{}, 1}};
+  for (const SymDim& d : s) {
+    if (d.div != 1) return std::nullopt;  // (floor divisions: no polynomial)
+    Polynomial q;
+    for (const auto& [mono, c] : p) {
+      int64_t t = 0;
+      if (__builtin_mul_overflow(c, d.offset, &t) || __builtin_add_overflow(q[mono], t, &q[mono]))
+        return std::nullopt;
+      if (!d.symbolic()) continue;
+      std::vector<int32_t> m = mono;
+      m.insert(std::upper_bound(m.begin(), m.end(), d.sym), d.sym);
+      if (__builtin_mul_overflow(c, d.scale, &t) || __builtin_add_overflow(q[m], t, &q[m]))
+        return std::nullopt;
+    }
+    std::erase_if(q, [](const auto& kv) { return kv.second == 0; });
+    p = std::move(q);
+  }
+  return p;
+}
+
+// The dims as groups (view_groups), or else one group of all of them when the element counts are
+// equal for every value of the symbols (then the offset is split by run-time dims); nullopt when
+// neither.
+std::optional<std::vector<Group>> dynamic_groups(const SymShape& out, const SymShape& in) {
+  if (std::optional<std::vector<Group>> g = view_groups(out, in)) return g;
+  const std::optional<Polynomial> po = count_polynomial(out), pi = count_polynomial(in);
+  if (!po || !pi || *po != *pi) return std::nullopt;
+  return std::vector<Group>{{0, out.size(), 0, in.size()}};
+}
+
 llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
   if (!e.dynamic()) return generate_static_view(e, n, idx);
   const ValueId in = n.inputs[0];
   const SymShape out = e.dims(n.outputs[0]), ins = e.dims(in);
-  const std::optional<std::vector<Group>> groups = view_groups(out, ins);
+  const std::optional<std::vector<Group>> groups = dynamic_groups(out, ins);
   SG_ASSERT(groups) << node_str(n) << ": dims that do not group in a dynamic region";
   llvm::IRBuilderBase& b = e.b;
   Index r(ins.size(), e.i64(0));
@@ -120,7 +157,7 @@ llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
 std::string why_not_dynamic_view(const Graph&, const Node&, const std::vector<const SymShape*>& in,
                                  const SymShape& out) {
   if (in.empty() || !in[0]) return "no input";
-  return view_groups(out, *in[0]) ? "" : "its dims do not group with its input's";
+  return dynamic_groups(out, *in[0]) ? "" : "its output's size is not its input's for every value";
 }
 
 }  // namespace

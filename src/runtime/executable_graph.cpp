@@ -178,13 +178,18 @@ bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env)
   if (r.region.dynamic) {
     r.sym_values.assign(r.symbols.size(), 0);
     r.sym_bound.assign(r.symbols.size(), false);
+    std::vector<const SymShape*> patterns;
+    std::vector<const Shape*> actual;
     for (size_t i = 0; i < r.region.inputs.size(); ++i) {
       const Tensor& t = env[r.region.inputs[i]];
-      if (t.dtype() != g_.values[r.region.inputs[i]].dtype ||
-          !bind_symbols(r.input_sym[i], t.shape(), r.sym_values, r.sym_bound))
-        return false;
+      if (t.dtype() != g_.values[r.region.inputs[i]].dtype) return false;
+      patterns.push_back(&r.input_sym[i]);
+      actual.push_back(&t.shape());
     }
-    return std::all_of(r.sym_bound.begin(), r.sym_bound.end(), [](bool b) { return b; });
+    if (!bind_all(patterns, actual, r.sym_values, r.sym_bound)) return false;
+    for (const auto& [d, least] : r.dim_checks)
+      if (d.value(r.sym_values) < least) return false;
+    return true;
   }
   for (size_t i = 0; i < r.region.inputs.size(); ++i) {
     const Tensor& t = env[r.region.inputs[i]];

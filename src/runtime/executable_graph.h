@@ -37,12 +37,16 @@ struct RegionPlan {
   // A dynamic region (region.dynamic; input_shapes, output_shapes and value_guards empty): the
   // symbolic shapes of its inputs and outputs, over its own symbols 0 .. symbols.size()-1 (each
   // named after the graph's symbol). The guard checks every input's dtype and binds the symbols
-  // from the inputs' shapes (ir/sym_shape.h's bind_symbols: static dims and relations must hold);
+  // from the inputs' shapes (ir/sym_shape.h's bind_all: static dims and relations must hold);
   // the kernel gets the symbols as `dims`, and each output is made at its shape for them, in a
   // block kept from call to call and grown to the largest size seen (outputs are outside the
   // arena).
   std::vector<SymShape> input_sym, output_sym;
   std::vector<std::pair<ValueId, SymShape>> planned_sym;  // every value's it reads or makes
+  // Every symbolic dim of planned_sym once, with the least value the guard takes for it: 1, or 0
+  // where warm-up saw it empty. A dim the symbols make smaller (a Conv's output for an input
+  // smaller than its kernel, where the interpreter reports an error) is a miss.
+  std::vector<std::pair<SymDim, int64_t>> dim_checks;
   std::vector<std::string> symbols;
   std::vector<int64_t> sym_values;  // the latest call's
   std::vector<bool> sym_bound;

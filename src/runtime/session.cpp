@@ -277,6 +277,19 @@ struct Session::Impl {
     for (ValueId v : r.inputs) p.input_sym.push_back(remap(v, true));
     for (int32_t n : r.nodes)
       for (ValueId v : graph.nodes[n].outputs) remap(v, false);
+    for (const auto& [v, s] : p.planned_sym)
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (!s[i].symbolic() || !p.why_interpreted.empty()) continue;
+        const SymDim global = (*symbolic.values[v])[i];  // (over the graph's symbols)
+        int64_t least = 1;                               // 0 if warm-up saw this dim empty
+        for (int64_t x : symbolic.symbols[static_cast<size_t>(global.sym)].seen) {
+          const int64_t one[] = {x};
+          if (SymDim{0, global.scale, global.offset, global.div}.value(one) == 0) least = 0;
+        }
+        const auto same = [&](const auto& c) { return c.first == s[i]; };
+        if (std::none_of(p.dim_checks.begin(), p.dim_checks.end(), same))
+          p.dim_checks.emplace_back(s[i], least);
+      }
     for (ValueId v : r.outputs) {  // (in Region::outputs' order, the kernel's)
       const auto at = std::find_if(p.planned_sym.begin(), p.planned_sym.end(),
                                    [&](const auto& vs) { return vs.first == v; });

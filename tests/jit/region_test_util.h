@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "jit/parallel.h"
 #include "jit/region_compiler.h"
 #include "runtime/interpreter.h"
+#include "runtime/shape_tracker.h"
 #include "test_util.h"
 
 namespace sgraph::test::region {
@@ -159,5 +161,100 @@ inline Tensor random_of(DType t, const Shape& s, uint32_t seed, float lo, float 
   });
   return out;
 }
+
+// The symbolic dims a ShapeTracker finds over warm-up runs of g on `feeds`.
+inline ShapeTracker::SymbolicDims symbolic_dims_of(const Graph& g,
+                                                   const std::vector<std::vector<Tensor>>& feeds) {
+  ShapeTracker st(g);
+  Interpreter interp(g);
+  OpObserver* obs[] = {&st};
+  for (const auto& feed : feeds) {
+    st.begin_run();
+    interp.run(feed, obs);
+    st.end_run();
+  }
+  return st.symbolic_dims();
+}
+
+// g compiled once as one dynamic region from the symbolic dims of a warm-up over `warmup`.
+struct Dynamic {
+  const Graph& g;
+  Region r;
+  ShapeTracker::SymbolicDims sd;
+  CompiledRegion c;
+
+  Dynamic(const Graph& graph, const std::vector<std::vector<Tensor>>& warmup)
+      : g(graph), sd(symbolic_dims_of(g, warmup)) {
+    r = whole_graph(g);
+    r.dynamic = true;
+    c = compile_dynamic_region(shared_jit(), g, r, sd.values, sd.symbols.size(), fresh_name());
+  }
+  ~Dynamic() {
+    if (c.kernel.fn) shared_jit().remove(c.kernel.handle);
+  }
+  Dynamic(const Dynamic&) = delete;
+  Dynamic& operator=(const Dynamic&) = delete;
+
+  // Runs the kernel on `feeds` (binding the symbols from the inputs' shapes, passing the scratch
+  // block the runtime would) and returns its outputs in graph-output order; nullopt when the
+  // guard does not hold.
+  std::optional<std::vector<Tensor>> run(const std::vector<Tensor>& feeds, int threads = 1) {
+    REQUIRE_MESSAGE(compiled(c), c.why_not);
+    std::vector<int64_t> syms(sd.symbols.size(), 0);
+    std::vector<bool> bound(sd.symbols.size(), false);
+    std::vector<void*> buffers;
+    std::vector<const SymShape*> patterns;
+    std::vector<const Shape*> actual;
+    for (ValueId v : r.inputs) {
+      const Tensor* t = &g.value(v).initializer;
+      if (!t->defined())
+        t = &feeds.at(std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin());
+      if (!sd.values[v]) return std::nullopt;
+      patterns.push_back(&*sd.values[v]);
+      actual.push_back(&t->shape());
+      buffers.push_back(const_cast<void*>(t->raw_data()));
+    }
+    if (!bind_all(patterns, actual, syms, bound)) return std::nullopt;
+    std::vector<Tensor> outs;
+    for (ValueId v : r.outputs) {
+      outs.emplace_back(g.value(v).dtype, eval_shape(*sd.values[v], syms));
+      buffers.push_back(outs.back().raw_data());
+    }
+    // The scratch block, sized as the runtime sizes it: the static parts, then each symbolic
+    // part rounded up to 64 bytes.
+    int64_t scratch = c.scratch_bytes;
+    for (const auto& [elem_bytes, dims] : c.scratch_sym)
+      scratch += (elem_bytes * numel(eval_shape(dims, syms)) + 63) / 64 * 64;
+    std::vector<std::byte> block(static_cast<size_t>(scratch) + 64);
+    if (scratch > 0)
+      buffers.push_back(
+          reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block.data()) + 63) / 64 * 64));
+    KernelContext ctx(threads);
+    c.kernel.fn(buffers.data(), syms.data(), &ctx);
+    std::vector<Tensor> got;
+    for (ValueId v : g.outputs)
+      got.push_back(outs[std::find(r.outputs.begin(), r.outputs.end(), v) - r.outputs.begin()]);
+    return got;
+  }
+
+  // run, then checks every output against the interpreter's: floats to rounding (vector math; a
+  // region with contractions or row statistics sums in another order than the interpreter and
+  // passes a looser rtol/atol), other dtypes exactly. False when the guard does not hold.
+  bool run_and_check(const std::vector<Tensor>& feeds, int threads = 1, double rtol = 1e-6,
+                     double atol = 1e-7) {
+    const std::optional<std::vector<Tensor>> got = run(feeds, threads);
+    if (!got) return false;
+    const std::vector<Tensor> want = Interpreter(g).run(feeds);
+    for (size_t i = 0; i < want.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE((*got)[i].shape() == want[i].shape());
+      if (is_float(want[i].dtype()))
+        check_tensors_close((*got)[i], want[i], rtol, atol);
+      else
+        check_same((*got)[i], want[i]);
+    }
+    return true;
+  }
+};
 
 }  // namespace sgraph::test::region

@@ -3,8 +3,15 @@
 // their arity and the dtypes their type rule accepts, the others on the samples their test files
 // register (tests/jit/lowering_samples.h). A compilable op with neither fails the test, so a new
 // op is covered without editing a list here.
+//
+// The same samples test the dynamic tier: a sample whose graph depends on its base size n only
+// through its input shapes is warmed up at several n, compiled once as a dynamic region (the dims
+// made from n are symbols), and that one kernel is checked against the interpreter at n = 1, 2, 7,
+// 17, 64 and 1023. An op whose lowering takes symbolic dims must have such a sample.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -249,6 +256,101 @@ int check_registered(OpKind op) {
   return ran;
 }
 
+// ---- the dynamic tier: one kernel for every value of n ----
+
+using Build = std::function<void(LoweringSample&, int64_t)>;
+
+struct Built {
+  Graph g;
+  std::vector<Tensor> feeds;
+  double rtol, atol;
+};
+
+Built build_at(const Build& f, bool fused, int64_t n) {
+  LoweringSample s(fused);
+  f(s, n);
+  return {s.b.build(), std::move(s.feeds), s.rtol, s.atol};
+}
+
+// g without its shapes: its listing with every computed value's shape unknown, and its constants'
+// bytes. Equal for two sizes of a sample when n reaches the graph only through its input shapes.
+std::string structure(Graph g) {
+  std::string bytes;
+  for (ValueInfo& v : g.values) {
+    if (!v.initializer.defined()) {
+      v.shape.reset();
+      continue;
+    }
+    const auto* p = static_cast<const char*>(v.initializer.raw_data());
+    bytes.append(p, p + v.initializer.nbytes());
+  }
+  return g.to_string() + bytes;
+}
+
+const int64_t kWarmupSizes[] = {2, 7, 17};
+const int64_t kServeSizes[] = {1, 2, 7, 17, 64, 1023};
+
+// Warms the sample up at kWarmupSizes, compiles it once as a dynamic region and checks that kernel
+// at every kServeSizes against the interpreter. "" when it ran, else why it did not.
+std::string check_dynamic(const Build& f, bool fused) {
+  std::vector<Built> warm;
+  for (int64_t n : kWarmupSizes) warm.push_back(build_at(f, fused, n));
+  const std::string shape = structure(warm[1].g);
+  for (const Built& w : warm)
+    if (structure(w.g) != shape) return "its graph depends on n beyond its input shapes";
+  Graph g = warm[1].g;
+  for (ValueInfo& v : g.values)  // as a graph of unknown input shapes is
+    if (!v.initializer.defined()) v.shape.reset();
+  std::vector<std::vector<Tensor>> feeds;
+  for (const Built& w : warm) feeds.push_back(w.feeds);
+  Dynamic d(g, feeds);
+  if (d.sd.symbols.empty()) return "no dim depends on n";
+  if (!compiled(d.c)) return d.c.why_not;
+  for (int64_t n : kServeSizes) {
+    CAPTURE(n);
+    const Built b = build_at(f, fused, n);
+    REQUIRE(structure(b.g) == shape);
+    CHECK_MESSAGE(d.run_and_check(b.feeds, 1, b.rtol, b.atol), "the guard refused n = " << n);
+    if (n == 64) CHECK(d.run_and_check(b.feeds, /*threads=*/2, b.rtol, b.atol));
+  }
+  return "";
+}
+
+// An elementwise op's dynamic samples, one per arity: its operands of shapes made from n
+// (broadcasting static 1s and scalars against the symbolic dim), in the first dtype whose region
+// compiles.
+std::vector<Build> elementwise_dynamic(OpKind op) {
+  const auto sets = [](int64_t n) {
+    return std::vector<std::vector<Shape>>{
+        {{n}, {n}, {n}}, {{n, 1}, {1, 5}, {5}}, {{2, n, 4}, {4}, {n, 1}}, {{n}, {}, {}}};
+  };
+  const ops::OpDef& def = ops::op_def(op);
+  std::vector<Build> out;
+  for (int arity = std::max(def.min_inputs, 1); arity <= std::min(def.max_inputs, 3); ++arity) {
+    const auto shapes_of = [=](size_t set, int64_t n) {  // (kept by the builds)
+      const std::vector<Shape> all = sets(n)[set];
+      return std::vector<Shape>(all.begin(), all.begin() + arity);
+    };
+    bool found = false;
+    for (DType t : kDTypes)
+      for (bool bool_first : {false, true}) {
+        std::vector<DType> types(arity, t);
+        if (bool_first) types[0] = DType::boolean;
+        std::vector<size_t> building;
+        for (size_t set = 0; set < sets(7).size(); ++set)
+          if (!found && builds(op, types, shapes_of(set, 7))) building.push_back(set);
+        if (building.empty()) continue;
+        Build f = [=](LoweringSample& s, int64_t n) {
+          for (size_t set : building) build_elementwise(s, op, types, shapes_of(set, n));
+        };
+        const Built probe = build_at(f, false, 7);
+        if (!why_not_compilable(probe.g, whole_graph(probe.g)).empty()) continue;
+        out.push_back(std::move(f));
+        found = true;
+      }
+  }
+  return out;
+}
 }  // namespace
 
 TEST_CASE("JIT lowerings: every compilable op matches the interpreter, from the op table") {
@@ -283,4 +385,39 @@ TEST_CASE("JIT lowerings: samples are registered only for ops with a lowering") 
   for (const test::LoweringSampleEntry& e : test::lowering_samples())
     CHECK_MESSAGE(ops::is_compilable(e.op),
                   "sample '" << e.variant << "' of " << op_name(e.op) << ", which has no lowering");
+}
+
+TEST_CASE("JIT lowerings (dynamic tier): one kernel per sample serves every n, from the op table") {
+  std::map<std::string, std::vector<std::string>> not_run;  // op -> why each sample did not run
+  int ops_run = 0, regions = 0;
+  for (int i = 0; i < kNumOps; ++i) {
+    const OpKind op = static_cast<OpKind>(i);
+    if (!ops::is_compilable(op)) continue;
+    std::vector<std::pair<std::string, Build>> samples;
+    for (const test::LoweringSampleEntry& e : test::lowering_samples())
+      if (e.op == op) samples.emplace_back(e.variant, e.build);
+    if (ops::op_def(op).element)
+      for (Build& f : elementwise_dynamic(op)) samples.emplace_back("generated", std::move(f));
+    int ran = 0;
+    for (const auto& [variant, f] : samples)
+      for (bool fused : {false, true}) {
+        INFO(op_name(op) << " sample '" << variant << "'" << std::string(fused ? " fused" : ""));
+        const std::string why = check_dynamic(f, fused);
+        if (why.empty()) {
+          ++ran;
+        } else if (!fused) {
+          not_run[std::string(op_name(op))].push_back(variant + ": " + why);
+        }
+      }
+    CHECK_MESSAGE((ran > 0 || !takes_symbolic_dims(op)),
+                  op_name(op) << " takes symbolic dims but none of its samples ran dynamic");
+    ops_run += ran > 0;
+    regions += ran;
+  }
+  std::string list;
+  for (const auto& [op, whys] : not_run)
+    for (const std::string& w : whys) list += "\n  " + op + " " + w;
+  MESSAGE(ops_run << " ops compiled dynamic, " << regions << " kernels checked at n = 1..1023; "
+                  << "samples not compiled dynamic:" << list);
+  CHECK(ops_run > 0);
 }

@@ -366,3 +366,33 @@ TEST_CASE("bind: symbols from the dims that name them, every other dim checked")
   CHECK_FALSE(bind_symbols(SymShape{SymDim{0, 1, 0}}, {5}, syms, first));
   CHECK(sym_shape_str(p, {{"n", {}}, {"h", {}}}) == "[2,n,2*h+1,n+1]");
 }
+
+TEST_CASE(
+    "bind: a divided dim rounds down, binds nothing and is checked once its symbol is bound") {
+  const SymDim half_up{0, 1, 1, 2};  // (w+1)/2: a stride-2 Conv's output width
+  CHECK(sym_dim_str(half_up, {{"w", {}}}) == "(w+1)/2");
+  CHECK(sym_dim_str(SymDim{0, 3, 0, 4}, {{"w", {}}}) == "3*w/4");
+  const int64_t w7[] = {7}, w0[] = {0};
+  CHECK(half_up.value(w7) == 4);
+  CHECK(SymDim{0, 1, -3, 2}.value(w0) == -2);  // floor(-3/2), not -1
+  CHECK(half_up.plus(1) == SymDim{0, 1, 3, 2});
+  CHECK(half_up.divided(2) == SymDim{0, 1, 1, 4});
+  CHECK(SymDim::constant(7).divided(2) == SymDim::constant(3));
+  // The divided dim comes first: the first pass skips it, the second checks it.
+  const SymShape out{half_up}, in{SymDim{0, 1, 0}};
+  const SymShape* patterns[] = {&out, &in};
+  const Shape a{4}, b{7}, bad{5};
+  std::vector<int64_t> syms(1, 0);
+  std::vector<bool> bound(1, false);
+  const Shape* good[] = {&a, &b};
+  CHECK(bind_all(patterns, good, syms, bound));
+  CHECK(syms[0] == 7);
+  bound.assign(1, false);
+  const Shape* wrong[] = {&bad, &b};
+  CHECK_FALSE(bind_all(patterns, wrong, syms, bound));
+  // Alone, a divided dim cannot bind its symbol.
+  bound.assign(1, false);
+  const SymShape* only[] = {&out};
+  const Shape* just[] = {&a};
+  CHECK_FALSE(bind_all(only, just, syms, bound));
+}
