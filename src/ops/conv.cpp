@@ -257,17 +257,19 @@ void run_conv_transpose(KernelCtx& c) {
 // Conv(X, W, B?) {auto_pad, dilations, group, kernel_shape, pads, strides}
 extern const Lowering kWindowLowering;  // window_jit.cpp
 extern const OpDef kConv;
-const OpDef kConv = with_lowering(
-    &kWindowLowering,
-    with_grad(grad_conv, {"Conv", 2, 3, 1, 1, types_conv,
-                          [](ShapeCtx& c) {
-                            c.out[0] = conv_geometry(c.attrs(), c.shape(0), c.shape(1),
-                                                     c.has(2) ? &c.shape(2) : nullptr)
-                                           .out_shape;
-                          },
-                          [](KernelCtx& c) {
-                            visit_float(c.in[0].dtype(), [&]<class T>() { run_conv<T>(c); });
-                          }}));
+const OpDef kConv = with_symbolic_shape(
+    window_symbolic_shape,
+    with_lowering(
+        &kWindowLowering,
+        with_grad(grad_conv, {"Conv", 2, 3, 1, 1, types_conv,
+                              [](ShapeCtx& c) {
+                                c.out[0] = conv_geometry(c.attrs(), c.shape(0), c.shape(1),
+                                                         c.has(2) ? &c.shape(2) : nullptr)
+                                               .out_shape;
+                              },
+                              [](KernelCtx& c) {
+                                visit_float(c.in[0].dtype(), [&]<class T>() { run_conv<T>(c); });
+                              }})));
 
 // ConvTranspose(X, W, B?) {Conv's attributes, output_padding, output_shape}
 extern const OpDef kConvTranspose;

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/sym_shape.h"
 #include "sgraph/graph.h"
 
 namespace llvm {
@@ -106,6 +107,11 @@ struct OpDef {
   ElementFn element = nullptr;         // the JIT element emitter, for elementwise ops
   const Lowering* lowering = nullptr;  // the JIT lowering, for the other compiled ops
   GradFn grad = nullptr;               // the gradient rule, for differentiable ops
+  // Output 0's symbolic shape from the inputs' (nullptr: absent), by the op's shape rule, for the
+  // dims warm-up cannot relate by observation (a strided window's "(w+1)/2"); nullopt where the
+  // rule gives no such form. The ShapeTracker uses it (symbolic_dims).
+  std::optional<SymShape> (*symbolic_shape)(const Node& n,
+                                            std::span<const SymShape* const> in) = nullptr;
 };
 
 const OpDef& op_def(OpKind op);
@@ -119,6 +125,13 @@ constexpr OpDef with_element(ElementFn element, OpDef def) {
 // `def` with its JIT lowering: const OpDef kSlice = with_lowering(&kSliceLowering, {"Slice", ...});
 constexpr OpDef with_lowering(const Lowering* lowering, OpDef def) {
   def.lowering = lowering;
+  return def;
+}
+
+// `def` with its symbolic shape rule.
+constexpr OpDef with_symbolic_shape(
+    std::optional<SymShape> (*rule)(const Node&, std::span<const SymShape* const>), OpDef def) {
+  def.symbolic_shape = rule;
   return def;
 }
 

@@ -151,36 +151,40 @@ void global_average_pool(KernelCtx& c) {
 // 0) or column-major (1); padding never wins.
 extern const Lowering kWindowLowering;  // window_jit.cpp
 extern const OpDef kMaxPool;
-const OpDef kMaxPool = with_lowering(
-    &kWindowLowering,
-    with_grad(grad_max_pool,
-              {"MaxPool", 1, 1, 1, 2,
-               [](TypeCtx& c) {
-                 c.expect_one_of(0, {DType::f32, DType::f64, DType::i8, DType::u8});
-                 c.out[0] = c.in[0];
-                 if (c.out.size() > 1) c.out[1] = DType::i64;
-               },
-               shapes_pool,
-               [](KernelCtx& c) {
-                 visit_dtype(c.in[0].dtype(), [&]<class T>() {
-                   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                                 std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>)
-                     max_pool<T>(c);
-                   else
-                     SG_ASSERT(false) << "MaxPool on " << dtype_name(c.in[0].dtype());
-                 });
-               }}));
+const OpDef kMaxPool = with_symbolic_shape(
+    window_symbolic_shape,
+    with_lowering(
+        &kWindowLowering,
+        with_grad(grad_max_pool,
+                  {"MaxPool", 1, 1, 1, 2,
+                   [](TypeCtx& c) {
+                     c.expect_one_of(0, {DType::f32, DType::f64, DType::i8, DType::u8});
+                     c.out[0] = c.in[0];
+                     if (c.out.size() > 1) c.out[1] = DType::i64;
+                   },
+                   shapes_pool,
+                   [](KernelCtx& c) {
+                     visit_dtype(c.in[0].dtype(), [&]<class T>() {
+                       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                     std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>)
+                         max_pool<T>(c);
+                       else
+                         SG_ASSERT(false) << "MaxPool on " << dtype_name(c.in[0].dtype());
+                     });
+                   }})));
 
 // AveragePool(X) {kernel_shape, strides, pads, auto_pad, dilations, ceil_mode,
 // count_include_pad = 0}. Windows past the end padding (ceil_mode) never count those positions.
 extern const Lowering kWindowLowering;  // window_jit.cpp
 extern const OpDef kAveragePool;
-const OpDef kAveragePool = with_lowering(
-    &kWindowLowering,
-    with_grad(grad_average_pool,
-              {"AveragePool", 1, 1, 1, 1, types_float_same, shapes_pool, [](KernelCtx& c) {
-                 visit_float(c.in[0].dtype(), [&]<class T>() { average_pool<T>(c); });
-               }}));
+const OpDef kAveragePool = with_symbolic_shape(
+    window_symbolic_shape,
+    with_lowering(
+        &kWindowLowering,
+        with_grad(grad_average_pool,
+                  {"AveragePool", 1, 1, 1, 1, types_float_same, shapes_pool, [](KernelCtx& c) {
+                     visit_float(c.in[0].dtype(), [&]<class T>() { average_pool<T>(c); });
+                   }})));
 
 // GlobalAveragePool(X): the mean over all spatial dims, kept as size 1.
 extern const Lowering kReduceLowering;  // reduce_jit.cpp

@@ -71,4 +71,59 @@ Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_m
   return w;
 }
 
+std::optional<SymWindow> sym_forward_window(const Attributes& attrs, const SymShape& in,
+                                            Ints kernel, bool ceil_mode, bool clip_last) {
+  // Static sizes as forward_window has them; a symbolic one stands in as a size that fits any
+  // window (its pads are the attribute's, or with SAME and stride 1 the extent's, either way
+  // independent of the size).
+  constexpr int64_t kLarge = int64_t{1} << 30;
+  Ints stand_in;
+  for (const SymDim& d : in) stand_in.push_back(d.symbolic() ? kLarge : d.offset);
+  SymWindow sw;
+  sw.w = forward_window(attrs, stand_in, std::move(kernel), ceil_mode, clip_last);
+  const AutoPad mode = read_auto_pad(attrs);
+  for (size_t d = 0; d < in.size(); ++d) {
+    sw.in.push_back(in[d]);
+    if (!in[d].symbolic()) {
+      sw.out.push_back(SymDim::constant(sw.w.out[d]));
+      continue;
+    }
+    const int64_t s = sw.w.strides[d];
+    if (s > 1 && (ceil_mode || mode == AutoPad::same_upper || mode == AutoPad::same_lower))
+      return std::nullopt;
+    sw.w.in[d] = sw.w.out[d] = 0;
+    const int64_t c = sw.w.pad_begin[d] + sw.w.pad_end[d] - sw.w.extent(d) + s;
+    sw.out.push_back(s == 1 ? in[d].plus(c) : in[d].plus(c).divided(s));
+  }
+  return sw;
+}
+
+std::optional<SymShape> window_symbolic_shape(const Node& n, std::span<const SymShape* const> in) {
+  if (in.empty() || !in[0] || in[0]->size() < 3) return std::nullopt;
+  const SymShape& x = *in[0];
+  const SymShape spatial(x.begin() + 2, x.end());
+  SymShape out = {x[0], x[1]};
+  std::optional<SymWindow> sw;
+  try {
+    if (n.op == OpKind::Conv) {
+      if (in.size() < 2 || !in[1] || in[1]->size() != x.size() || !is_static(*in[1]))
+        return std::nullopt;
+      Ints kernel;
+      for (size_t d = 2; d < in[1]->size(); ++d) kernel.push_back((*in[1])[d].offset);
+      sw = sym_forward_window(n.attrs, spatial, kernel);
+      out[1] = (*in[1])[0];
+    } else {
+      if (!n.attrs.has("kernel_shape")) return std::nullopt;
+      sw = sym_forward_window(n.attrs, spatial,
+                              read_spatial(n.attrs, "kernel_shape", spatial.size(), 0, 1),
+                              n.attrs.get_int("ceil_mode", 0) != 0, /*clip_last=*/true);
+    }
+  } catch (const Error&) {
+    return std::nullopt;  // (attributes the interpreter rejects)
+  }
+  if (!sw) return std::nullopt;
+  out.insert(out.end(), sw->out.begin(), sw->out.end());
+  return out;
+}
+
 }  // namespace sgraph::ops

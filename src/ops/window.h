@@ -35,4 +35,20 @@ struct Window {
 Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_mode = false,
                       bool clip_last = false);
 
+// The window over spatial sizes that may be symbolic (ir/sym_shape.h): kernel, strides, dilations
+// and pads as forward_window gives them, and each output size, for a symbolic input size
+// floor((in + pad_begin + pad_end - extent) / stride) + 1 (the SymDim rounds down). nullopt where
+// a symbolic size's geometry is no such form: auto_pad SAME with a stride above 1 (its pads depend
+// on the size), ceil_mode with a stride above 1. An input too small for the kernel makes an
+// output size below 1 (the dynamic guard refuses it; the interpreter reports the error).
+struct SymWindow {
+  Window w;  // static sizes as forward_window; a symbolic one's `in` and `out` entries are 0
+  SymShape in, out;
+};
+std::optional<SymWindow> sym_forward_window(const Attributes& attrs, const SymShape& in,
+                                            Ints kernel, bool ceil_mode = false,
+                                            bool clip_last = false);
+// Output 0's symbolic shape for Conv and the pools (OpDef::symbolic_shape).
+std::optional<SymShape> window_symbolic_shape(const Node& n, std::span<const SymShape* const> in);
+
 }  // namespace sgraph::ops

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/op.h"
+
 namespace sgraph {
 
 ShapeTracker::ShapeTracker(const Graph& g)
@@ -114,7 +116,94 @@ std::optional<SymDim> affine_fit(const Ints& s, const Ints& t, int32_t sym) {
   return d;
 }
 
+// Symbol k replaced by e in d (d's symbol is k); nullopt when the result is no SymDim.
+std::optional<SymDim> substitute(const SymDim& d, const SymDim& e) {
+  if (d.div != 1) return std::nullopt;
+  if (d.scale == 1) return e.plus(d.offset);
+  if (e.div != 1) return std::nullopt;
+  return SymDim{e.sym, d.scale * e.scale, d.scale * e.offset + d.offset, 1};
+}
+
 }  // namespace
+
+// Observation alone cannot relate a strided window's output size to its input's (w -> (w+1)/2 is
+// no affine function): such a dim gets a symbol of its own, which then has to be bound from a
+// region's inputs. Where an op's shape rule gives an output dim as a form of an input's symbol
+// (OpDef::symbolic_shape) that matches every warm-up run, and the observed dim is a symbol first
+// made there (named by no graph input), that symbol is replaced by the form everywhere, so the
+// dims it named are related to the input's symbol as the rule relates them.
+void ShapeTracker::derive_by_rules(SymbolicDims& sd) const {
+  const auto seen_at = [&](const SymDim& d, size_t run) {
+    const int64_t x[] = {sd.symbols[static_cast<size_t>(d.sym)].seen[run]};
+    return SymDim{0, d.scale, d.offset, d.div}.value(x);
+  };
+  std::vector<bool> named_by_input(sd.symbols.size(), false);
+  for (ValueId v : g_.inputs)
+    if (sd.values[v])
+      for (const SymDim& d : *sd.values[v])
+        if (d.symbolic()) named_by_input[static_cast<size_t>(d.sym)] = true;
+  for (const Node& n : g_.nodes) {
+    const ops::OpDef& def = ops::op_def(n.op);
+    if (!def.symbolic_shape || n.outputs.empty() || !sd.values[n.outputs[0]]) continue;
+    std::vector<SymShape> constants;  // (a constant's shape, where the tracker has none)
+    constants.reserve(n.inputs.size());
+    std::vector<const SymShape*> in;
+    for (ValueId v : n.inputs) {
+      if (v != kNoValue && sd.values[v]) {
+        in.push_back(&*sd.values[v]);
+      } else if (v != kNoValue && g_.values[v].initializer.defined()) {
+        SymShape c;
+        for (int64_t d : g_.values[v].initializer.shape()) c.push_back(SymDim::constant(d));
+        constants.push_back(std::move(c));
+        in.push_back(&constants.back());
+      } else {
+        in.push_back(nullptr);
+      }
+    }
+    const std::optional<SymShape> rule = def.symbolic_shape(n, in);
+    const SymShape& seen = *sd.values[n.outputs[0]];
+    if (!rule || rule->size() != seen.size()) continue;
+    for (size_t i = 0; i < seen.size(); ++i) {
+      const SymDim e = (*rule)[i], o = (*sd.values[n.outputs[0]])[i];
+      if (e == o || !e.symbolic() || !o.symbolic() || o.scale != 1 || o.offset != 0 || o.div != 1 ||
+          o.sym == e.sym || named_by_input[static_cast<size_t>(o.sym)])
+        continue;
+      bool matches = true;
+      for (size_t r = 0; r < sd.symbols[static_cast<size_t>(o.sym)].seen.size() && matches; ++r)
+        matches = seen_at(e, r) == sd.symbols[static_cast<size_t>(o.sym)].seen[r];
+      if (!matches) continue;
+      // Every dim naming o.sym must take the form.
+      std::vector<std::optional<SymShape>> next = sd.values;
+      bool ok = true;
+      for (std::optional<SymShape>& s : next)
+        if (s)
+          for (SymDim& d : *s)
+            if (ok && d.sym == o.sym) {
+              const std::optional<SymDim> r = substitute(d, e);
+              ok = r.has_value();
+              if (ok) d = *r;
+            }
+      if (ok) sd.values = std::move(next);
+    }
+  }
+  // Renumber the symbols still named.
+  std::vector<int32_t> renumber(sd.symbols.size(), -1);
+  for (const std::optional<SymShape>& s : sd.values)
+    if (s)
+      for (const SymDim& d : *s)
+        if (d.symbolic()) renumber[static_cast<size_t>(d.sym)] = 0;
+  std::vector<Symbol> kept;
+  for (size_t k = 0; k < sd.symbols.size(); ++k)
+    if (renumber[k] == 0) {
+      renumber[k] = static_cast<int32_t>(kept.size());
+      kept.push_back(std::move(sd.symbols[k]));
+    }
+  for (std::optional<SymShape>& s : sd.values)
+    if (s)
+      for (SymDim& d : *s)
+        if (d.symbolic()) d.sym = renumber[static_cast<size_t>(d.sym)];
+  sd.symbols = std::move(kept);
+}
 
 ShapeTracker::SymbolicDims ShapeTracker::symbolic_dims() const {
   SymbolicDims out;
@@ -150,6 +239,7 @@ ShapeTracker::SymbolicDims ShapeTracker::symbolic_dims() const {
     }
     out.values[v] = std::move(shape);
   }
+  derive_by_rules(out);
   // Unnamed symbols, and names two symbols share: "s<k>" (or "<name>#<k>").
   for (size_t k = 0; k < out.symbols.size(); ++k) {
     Symbol& sym = out.symbols[k];

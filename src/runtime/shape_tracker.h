@@ -24,7 +24,8 @@
 // one symbol for dims whose values were equal in every run (ONNX dim_param names only name
 // symbols; observed equality decides), or an affine function scale * s + offset of an earlier
 // symbol seen at three or more distinct values (so that two runs alone never relate two
-// unrelated dims). A value whose rank changed, or not made in every run, has no symbolic shape.
+// unrelated dims), or a form an op's shape rule gives (a strided Conv's "(w+1)/2", see
+// derive_by_rules). A value whose rank changed, or not made in every run, has no symbolic shape.
 //
 // Not thread-safe: observe one run at a time.
 #pragma once
@@ -88,6 +89,7 @@ class ShapeTracker final : public OpObserver {
   void mark_changed(int32_t node, int run, std::string what);
 
  private:
+  void derive_by_rules(SymbolicDims& sd) const;
   struct OpRecord {
     std::vector<Shape> in, out;
     std::vector<bool> in_present;

@@ -396,3 +396,26 @@ TEST_CASE(
   const Shape* just[] = {&a};
   CHECK_FALSE(bind_all(only, just, syms, bound));
 }
+
+TEST_CASE("symbolic dims: a strided window's output size from the op's shape rule") {
+  // x [1, 2, w] -> Conv (k 3, stride 2, pad 1) -> Relu -> MaxPool (k 2, stride 2).
+  GraphBuilder b("strided");
+  const ValueId x = b.input("x", DType::f32, {1, 2, Dim("w")});
+  const ValueId c = b.conv(x, b.constant("k", test::random_f32({4, 2, 3}, 1)),
+                           Attributes{{"strides", Ints{2}}, {"pads", Ints{1, 1}}});
+  const ValueId r = b.relu(c);
+  b.output(b.max_pool(r, Attributes{{"kernel_shape", Ints{2}}, {"strides", Ints{2}}}));
+  const Graph g = b.build();
+  ShapeTracker st(g);
+  // Widths seen twice with the same parity: observation alone would give the outputs symbols
+  // of their own.
+  warm_up(g, st,
+          {{test::random_f32({1, 2, 192}, 2)},
+           {test::random_f32({1, 2, 100}, 3)},
+           {test::random_f32({1, 2, 192}, 4)}});
+  const ShapeTracker::SymbolicDims sd = st.symbolic_dims();
+  REQUIRE(sd.symbols.size() == 1);
+  CHECK(sym_shape_str(*sd.values[c], sd.symbols) == "[1,4,(w+1)/2]");
+  CHECK(sym_shape_str(*sd.values[r], sd.symbols) == "[1,4,(w+1)/2]");
+  CHECK(sym_shape_str(*sd.values[g.outputs[0]], sd.symbols) == "[1,4,(w+1)/4]");
+}
