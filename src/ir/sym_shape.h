@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sgraph/graph.h"
@@ -30,10 +31,22 @@ struct SymDim {
     return div == 1 ? x : floor_div(x, div);
   }
   // This dim plus c (still of the form above).
-  SymDim plus(int64_t c) const { return {sym, scale, offset + c * div, div}; }
+  SymDim plus(int64_t c) const {
+    return sym < 0 ? constant(offset + c) : SymDim{sym, scale, offset + c * div, div}.normalized();
+  }
   // floor(this / d), for d >= 1.
   SymDim divided(int64_t d) const {
-    return sym < 0 ? constant(floor_div(offset, d)) : SymDim{sym, scale, offset, div * d};
+    return sym < 0 ? constant(floor_div(offset, d))
+                   : SymDim{sym, scale, offset, div * d}.normalized();
+  }
+  // The same function in lowest terms, so that equal dims compare equal: with g = gcd(scale, div),
+  // floor((scale*s + offset) / div) = floor((scale/g * s + floor(offset/g)) / (div/g)); "(2*s+1)/2"
+  // is s.
+  SymDim normalized() const {
+    if (sym < 0 || div == 1) return *this;
+    int64_t g = scale, h = div;
+    while (h != 0) g = std::exchange(h, g % h);
+    return {sym, scale / g, floor_div(offset, g), div / g};
   }
   static int64_t floor_div(int64_t x, int64_t d) { return x / d - (x % d != 0 && x < 0); }
   bool operator==(const SymDim&) const = default;

@@ -325,10 +325,10 @@ Value* KernelBuilder::compute(const Node& n, const Index& idx) {
 
 // The index of operand i that output index idx reads: numpy-broadcast, or per channel.
 Index KernelBuilder::operand_index(const Node& n, size_t i, const Index& idx) {
-  if (dynamic()) return broadcast_index(n, idx, sym_shape(n.outputs[0]), sym_shape(n.inputs[i]));
   const ops::Lowering* lowering = ops::op_def(n.op).lowering;
   if (lowering && lowering->per_channel && lowering->per_channel(n, i))
     return channel_index(n, n.inputs[i], idx);
+  if (dynamic()) return broadcast_index(n, idx, sym_shape(n.outputs[0]), sym_shape(n.inputs[i]));
   return broadcast_index(n, idx, shape(n.outputs[0]), shape(n.inputs[i]));
 }
 

@@ -112,7 +112,7 @@ bool takes_symbolic_dims(OpKind op) {
   const ops::OpDef& def = ops::op_def(op);
   const ops::Lowering* l = def.lowering;
   if (l && l->why_not_dynamic) return true;
-  return def.element && !(l && (l->generate || l->materialise || l->per_channel));
+  return def.element && !(l && (l->generate || l->materialise));
 }
 
 std::string why_not_dynamic(const Graph& g, const Node& n,
@@ -132,9 +132,16 @@ std::string why_not_dynamic(const Graph& g, const Node& n,
   }
   if (!takes_symbolic_dims(n.op)) return "its lowering takes no symbolic dims yet";
   std::vector<bool> made(out.size(), false);  // output dim d is some operand's
-  for (ValueId v : n.inputs) {
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ValueId v = n.inputs[i];
     if (v == kNoValue) continue;
     const SymShape& in = *shape_of(v);
+    if (l && l->per_channel && l->per_channel(n, i)) {  // [C] read at the output's dim 1
+      const bool one = is_static(in) && numel(eval_shape(in, {})) == 1;
+      if (!one && !(in.size() == 1 && !in[0].symbolic() && out.size() >= 2 && in[0] == out[1]))
+        return "per-channel operand '" + g.values[v].name + "' is not [C] of static C";
+      continue;
+    }
     if (in.size() > out.size()) return "an operand of higher rank than its output";
     const size_t lead = out.size() - in.size();
     for (size_t j = 0; j < in.size(); ++j) {

@@ -70,9 +70,10 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
 
 // Why node n cannot be compiled in a dynamic region with the symbolic shapes `shapes` (per value
 // id; nullopt where unknown); "" when it can. An op whose lowering sets why_not_dynamic decides
-// itself; an elementwise op (no `generate`, `materialise` or per-channel operands in its lowering)
-// can when every operand dim equals the output's dim (the same constant, or the same symbol and
-// relation) or is the constant 1, and every symbolic output dim is some operand's: then numpy
+// itself; an elementwise op (no `generate` or `materialise` in its lowering) can when every operand
+// dim equals the output's dim (the same constant, or the same symbol and relation) or is the
+// constant 1 (a per-channel operand: [C] of static C, the output's dim 1), and every symbolic
+// output dim is some operand's: then numpy
 // broadcasting of any shapes matching the operands' patterns gives the output's pattern, so the
 // kernel's loops are those of the interpreter. Any other op cannot.
 std::string why_not_dynamic(const Graph& g, const Node& n,

@@ -61,6 +61,14 @@ Index Emitter::broadcast_index(const Node& n, const Index& idx, const Shape& out
 }
 
 Index Emitter::channel_index(const Node& n, ValueId v, const Index& idx) {
+  if (dynamic()) {  // (no merged dims)
+    const SymShape vs = dims(v), out = dims(n.outputs[0]);
+    SG_CHECK(is_static(vs)) << node_str(n) << ": a per-channel operand of symbolic shape";
+    if (numel(eval_shape(vs, {})) == 1) return Index(vs.size(), i64(0));
+    SG_CHECK(vs.size() == 1 && out.size() >= 2 && vs[0] == out[1])
+        << node_str(n) << ": a per-channel operand that does not match the output's channels";
+    return {idx[1]};
+  }
   const Shape& vs = shape(v);
   if (numel(vs) == 1) return Index(vs.size(), i64(0));
   const Shape& out = shape(n.outputs[0]);

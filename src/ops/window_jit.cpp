@@ -34,8 +34,16 @@
 //
 // A per-channel operand (BatchNormalization's parameters, Conv's bias: [C] along dim 1) is read
 // at the output element's channel (channel_index).
+//
+// In a dynamic region the batch and spatial sizes may be symbols (the weights' shape is static):
+// an output size is then floor((in + pads - extent) / stride) + 1 (sym_forward_window), the
+// padded copy spans pad_begin + in + pad_end, the im2col matrix and the product are sized per
+// call, the GEMM's item offsets are filled by a nest when the batch or the spatial sizes are
+// symbolic, and an AveragePool's count per position is computed from the position (unit
+// dilation) instead of read from a table.
 #include <algorithm>
 
+#include "ir/sym_shape.h"
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/window.h"
@@ -58,28 +66,42 @@ llvm::Value* window_tap(Emitter& e, const Node& n, const WindowPlan& p, llvm::Va
 llvm::Value* direct_conv(Emitter& e, const Node& n, const WindowPlan& p, const Index& idx);
 
 struct WindowPlan {  // Conv, MaxPool, AveragePool
-  Window w;
+  Window w;          // kernel, strides, dilations, pads; the sizes of static dims
+  SymShape in, out;  // the spatial sizes (symbols in a dynamic region)
   int64_t group = 1;
-  bool gemm = false;    // Conv through im2col + GEMM, else computed directly
-  bool padded = false;  // some window reads outside the input: the source is padded
-  LocalBuffer source;   // the input copied (and padded); undefined: read the input itself
-  Shape source_shape;   // [N, C, padded spatial...]
-  LocalBuffer weights;  // GEMM: the weights, when computed in the region
-  LocalBuffer col;      // GEMM: the im2col matrix; undefined: the source itself (1x1 kernel)
-  LocalBuffer product;  // GEMM: [N, M, out...]
+  bool gemm = false;      // Conv through im2col + GEMM, else computed directly
+  bool padded = false;    // some window reads outside the input: the source is padded
+  LocalBuffer source;     // the input copied (and padded); undefined: read the input itself
+  SymShape source_shape;  // [N, C, padded spatial...]
+  LocalBuffer weights;    // GEMM: the weights, when computed in the region
+  LocalBuffer col;        // GEMM: the im2col matrix; undefined: the source itself (1x1 kernel)
+  LocalBuffer product;    // GEMM: [N, M, out...]
+  // GEMM items (image, group) whose offsets depend on symbols: filled per call.
+  LocalBuffer a_offsets, b_offsets;
+  bool symbolic(size_t d) const { return in[d].symbolic(); }
 };
+
+// v's shape as planned, with its symbols in a dynamic region.
+SymShape planned_dims(Emitter& e, ValueId v) {
+  return e.dynamic() ? e.dims(v) : to_sym(e.planned_shape(v));
+}
 
 // Whether the loops around a copy nest's rows may be unrolled: only when rows are short, so the
 // loop's overhead per row counts. Unrolled around long rows, the loops of these nests made blocks
 // of thousands of instructions: ppocr_mobile_v2_cls took 3 s to compile (the machine scheduler,
 // quadratic in a block's size, ~150 MB at its peak), 1 s without them, and ran no slower.
-bool short_rows(const Shape& s) { return s.empty() || s.back() < 32; }
+bool short_rows(const SymShape& s) {
+  return s.empty() || (!s.back().symbolic() && s.back().offset < 32);
+}
 
-// Whether some window reads outside the input on some spatial dim (padding, or past the end).
-bool reads_outside(const Window& w) {
+// Whether some window reads outside the input on some spatial dim (padding, or past the end; for
+// a symbolic size, any end padding).
+bool reads_outside(const WindowPlan& p) {
+  const Window& w = p.w;
   for (size_t d = 0; d < w.rank(); ++d)
     if (w.pad_begin[d] > 0 ||
-        (w.out[d] - 1) * w.strides[d] - w.pad_begin[d] + w.extent(d) > w.in[d])
+        (p.symbolic(d) ? w.pad_end[d] > 0
+                       : (w.out[d] - 1) * w.strides[d] - w.pad_begin[d] + w.extent(d) > w.in[d]))
       return true;
   return false;
 }
@@ -124,48 +146,63 @@ std::string why_not_window(const Graph& g, const Node& n) {
 bool conv_bias(const Node& n, size_t i) { return n.op == OpKind::Conv && i == 2; }
 
 // The window of a Conv (weights `ws`, `group`) or pool node, checked against the shapes given.
-Window window_of(const Node& n, const Shape& xs, const Shape* ws, int64_t group, const Shape& out) {
-  SG_CHECK(xs.size() >= 3) << node_str(n) << ": input shape " << shape_str(xs)
+WindowPlan window_of(const Node& n, const SymShape& xs, const Shape* ws, int64_t group,
+                     const SymShape& out) {
+  SG_CHECK(xs.size() >= 3) << node_str(n) << ": input shape " << sym_shape_str(xs, {})
                            << " is not [N, C, spatial...]";
-  const Ints in(xs.begin() + 2, xs.end());
-  Shape expect = {xs[0], xs[1]};
-  Window w;
+  const SymShape in(xs.begin() + 2, xs.end());
+  SymShape expect = {xs[0], xs[1]};
+  std::optional<SymWindow> sw;
   if (ws) {
-    SG_CHECK(ws->size() == xs.size() && group >= 1 && (*ws)[0] % group == 0 &&
-             (*ws)[1] * group == xs[1])
+    SG_CHECK(ws->size() == xs.size() && group >= 1 && (*ws)[0] % group == 0 && !xs[1].symbolic() &&
+             (*ws)[1] * group == xs[1].offset)
         << node_str(n) << ": weights " << shape_str(*ws) << " with group " << group
-        << " do not fit input " << shape_str(xs);
-    w = forward_window(n.attrs, in, Ints(ws->begin() + 2, ws->end()));
-    expect[1] = (*ws)[0];
+        << " do not fit input " << sym_shape_str(xs, {});
+    sw = sym_forward_window(n.attrs, in, Ints(ws->begin() + 2, ws->end()));
+    expect[1] = SymDim::constant((*ws)[0]);
   } else {
     SG_CHECK(n.attrs.has("kernel_shape")) << node_str(n) << ": no kernel_shape";
-    w = forward_window(n.attrs, in, read_spatial(n.attrs, "kernel_shape", in.size(), 0, 1),
-                       n.attrs.get_int("ceil_mode", 0) != 0, /*clip_last=*/true);
+    sw = sym_forward_window(n.attrs, in, read_spatial(n.attrs, "kernel_shape", in.size(), 0, 1),
+                            n.attrs.get_int("ceil_mode", 0) != 0, /*clip_last=*/true);
   }
-  SG_CHECK(numel(w.kernel) > 0) << node_str(n) << ": an empty kernel";
-  expect.insert(expect.end(), w.out.begin(), w.out.end());
-  SG_CHECK(out == expect) << node_str(n) << ": output shape " << shape_str(out) << " is not "
-                          << shape_str(expect) << " for input " << shape_str(xs);
-  return w;
+  SG_CHECK(sw) << node_str(n)
+               << ": its output size over a symbolic size is no rounded-down division (auto_pad "
+                  "SAME or ceil_mode with a stride above 1)";
+  SG_CHECK(numel(sw->w.kernel) > 0) << node_str(n) << ": an empty kernel";
+  expect.insert(expect.end(), sw->out.begin(), sw->out.end());
+  SG_CHECK(out == expect) << node_str(n) << ": output shape " << sym_shape_str(out, {})
+                          << " is not " << sym_shape_str(expect, {}) << " for input "
+                          << sym_shape_str(xs, {});
+  WindowPlan p;
+  p.w = std::move(sw->w);
+  p.in = std::move(sw->in);
+  p.out = std::move(sw->out);
+  p.group = group;
+  return p;
+}
+
+// The GEMM's items' offsets depend on symbols: the batch or a spatial size is symbolic.
+bool runtime_items(const SymShape& xs, const SymShape& out) {
+  return !is_static(SymShape(xs.begin(), xs.begin() + 1)) ||
+         !is_static(SymShape(out.begin() + 2, out.end()));
 }
 
 void allocate_window(Emitter& e, const Node& n) {
-  WindowPlan p;
   const ValueId x = n.inputs[0];
-  const Shape& xs = e.planned_shape(x);
-  const Shape& out = e.planned_shape(n.outputs[0]);
+  const SymShape xs = planned_dims(e, x);
+  const SymShape out = planned_dims(e, n.outputs[0]);
   const bool conv = n.op == OpKind::Conv;
-  if (conv) p.group = n.attrs.get_int("group", 1);
-  p.w = window_of(n, xs, conv ? &e.planned_shape(n.inputs[1]) : nullptr, p.group, out);
+  const Shape* ws = conv ? &e.planned_shape(n.inputs[1]) : nullptr;
+  WindowPlan p = window_of(n, xs, ws, conv ? n.attrs.get_int("group", 1) : 1, out);
   const Window& w = p.w;
-  const int64_t dot = conv ? e.planned_shape(n.inputs[1])[1] * numel(w.kernel) : 0;
+  const int64_t dot = conv ? (*ws)[1] * numel(w.kernel) : 0;
   // Direct unless the dot products are long, or strided along the innermost (vector) dim with
   // several output channels per group: each would gather the same strided inputs again.
-  const int64_t per_group = conv ? e.planned_shape(n.inputs[1])[0] / p.group : 1;
+  const int64_t per_group = conv ? (*ws)[0] / p.group : 1;
   p.gemm = conv && (dot > kDirectMax || (w.strides.back() > 1 && per_group > 1));
   const bool unit = numel(w.kernel) == 1 && std::all_of(w.strides.begin(), w.strides.end(),
                                                         [](int64_t s) { return s == 1; });
-  p.padded = reads_outside(w);
+  p.padded = reads_outside(p);
   const bool pointwise = p.gemm && unit && !p.padded;  // the input is the im2col matrix
   // An input element is read by several output elements: through overlapping windows, or by each
   // output channel of its group.
@@ -174,18 +211,31 @@ void allocate_window(Emitter& e, const Node& n) {
   llvm::Type* t = memory_type(e.context(), e.dtype(x));
   if (p.padded || (computed && (reread || pointwise || made_from_windows(e, x)))) {
     p.source_shape = {xs[0], xs[1]};
-    for (size_t d = 0; d < w.rank(); ++d)
-      p.source_shape.push_back(p.padded ? w.pad_begin[d] +
-                                              std::max(w.in[d], (w.out[d] - 1) * w.strides[d] -
-                                                                    w.pad_begin[d] + w.extent(d))
-                                        : w.in[d]);
-    p.source = e.local_buffer(t, numel(p.source_shape));
+    for (size_t d = 0; d < w.rank(); ++d) {
+      const int64_t pb = w.pad_begin[d], pe = w.pad_end[d];
+      if (p.symbolic(d))  // (a window never reads past the end padding)
+        p.source_shape.push_back(p.padded ? p.in[d].plus(pb + pe) : p.in[d]);
+      else
+        p.source_shape.push_back(SymDim::constant(
+            p.padded ? pb + std::max(w.in[d], (w.out[d] - 1) * w.strides[d] - pb + w.extent(d))
+                     : w.in[d]));
+    }
+    p.source = e.local_buffer(t, p.source_shape);
   }
   if (p.gemm) {
-    if (e.producer(n.inputs[1]) != nullptr)
-      p.weights = e.local_buffer(t, numel(e.planned_shape(n.inputs[1])));
-    if (!pointwise) p.col = e.local_buffer(t, xs[0] * dot * p.group * numel(w.out));
-    p.product = e.local_buffer(t, numel(out));
+    if (e.producer(n.inputs[1]) != nullptr) p.weights = e.local_buffer(t, numel(*ws));
+    if (!pointwise) {
+      SymShape cs = {xs[0], xs[1]};
+      for (int64_t k : w.kernel) cs.push_back(SymDim::constant(k));
+      cs.insert(cs.end(), p.out.begin(), p.out.end());
+      p.col = e.local_buffer(t, cs);
+    }
+    p.product = e.local_buffer(t, out);
+    if (runtime_items(xs, out)) {
+      const SymShape items = {xs[0], SymDim::constant(p.group)};
+      p.a_offsets = e.local_buffer(e.b.getInt64Ty(), items);
+      p.b_offsets = e.local_buffer(e.b.getInt64Ty(), items);
+    }
   }
   e.state(n) = std::move(p);
 }
@@ -196,9 +246,10 @@ void materialise_window(Emitter& e, const Node& n) {
   const ValueId x = n.inputs[0];
   const Window& w = p.w;
   const size_t r = w.rank();
+  const SymShape xs = planned_dims(e, x);
   if (p.source.defined()) {
     const LocalBuffer l = p.source;
-    const Shape& ss = p.source_shape;
+    const SymShape& ss = p.source_shape;
     if (p.padded) {
       Value* fill = n.op == OpKind::MaxPool ? lowest(e.dtype(x), l.type)
                                             : llvm::Constant::getNullValue(l.type);
@@ -207,7 +258,7 @@ void materialise_window(Emitter& e, const Node& n) {
           short_rows(ss));
     }
     e.loop_nest(
-        e.planned_shape(x), true,
+        xs, true,
         [&](const Index& i) {
           Index j = i;
           for (size_t d = 0; d < r; ++d)
@@ -224,11 +275,10 @@ void materialise_window(Emitter& e, const Node& n) {
     e.loop_nest(ws, true, [&](const Index& i) {
       b_.CreateStore(e.element(wv, i), e.at(p.weights, e.offset_of(i, ws)));
     });
-  const Shape& xs = e.planned_shape(x);
   if (p.col.defined()) {  // col [N, C, kernel..., out...]
-    Shape cs = {xs[0], xs[1]};
-    cs.insert(cs.end(), w.kernel.begin(), w.kernel.end());
-    cs.insert(cs.end(), w.out.begin(), w.out.end());
+    SymShape cs = {xs[0], xs[1]};
+    for (int64_t k : w.kernel) cs.push_back(SymDim::constant(k));
+    cs.insert(cs.end(), p.out.begin(), p.out.end());
     e.loop_nest(
         cs, true,
         [&](const Index& i) {
@@ -238,11 +288,25 @@ void materialise_window(Emitter& e, const Node& n) {
         short_rows(cs));
   }
   // Batch item i = (image, group): weights of group i % g, its im2col matrix, its output rows.
-  const int64_t mg = ws[0] / p.group, dot = ws[1] * numel(w.kernel), items = xs[0] * p.group;
+  const int64_t mg = ws[0] / p.group, dot = ws[1] * numel(w.kernel);
   std::vector<int64_t> a_off, b_off;
-  for (int64_t i = 0; i < items; ++i) {
-    a_off.push_back(i % p.group * mg * dot);
-    b_off.push_back(i * dot * numel(w.out));
+  Value* items = nullptr;
+  Value* positions = e.count(p.out);  // the output positions per image: the GEMM's N
+  if (p.a_offsets.defined()) {
+    const SymShape is = {xs[0], SymDim::constant(p.group)};
+    e.loop_nest(is, false, [&](const Index& i) {
+      Value* item = e.offset_of(i, is);
+      b_.CreateStore(b_.CreateMul(i[1], e.i64(mg * dot)), e.at(p.a_offsets, item));
+      b_.CreateStore(b_.CreateMul(item, b_.CreateMul(e.i64(dot), e.count(p.out))),
+                     e.at(p.b_offsets, item));
+    });
+    items = e.count(is);
+  } else {
+    const int64_t count = xs[0].offset * p.group, n_out = numel(eval_shape(p.out, {}));
+    for (int64_t i = 0; i < count; ++i) {
+      a_off.push_back(i % p.group * mg * dot);
+      b_off.push_back(i * dot * n_out);
+    }
   }
   Value* a = p.weights.defined() ? e.frame_pointer(p.weights) : e.frame_pointer(wv);
   Value* b = p.col.defined()      ? e.frame_pointer(p.col)
@@ -250,13 +314,16 @@ void materialise_window(Emitter& e, const Node& n) {
                                   : e.frame_pointer(x);
   e.call_gemm({.dtype = e.dtype(x),
                .M = e.i64(mg),
-               .N = e.i64(numel(w.out)),
+               .N = positions,
                .K = e.i64(dot),
                .a = a,
                .b = b,
                .c = e.frame_pointer(p.product),
                .a_off = std::move(a_off),
-               .b_off = std::move(b_off)});
+               .b_off = std::move(b_off),
+               .items = items,
+               .a_items = items ? e.frame_pointer(p.a_offsets) : nullptr,
+               .b_items = items ? e.frame_pointer(p.b_offsets) : nullptr});
 }
 
 // Whether making v's element in a loop means computing windows (a direct Conv, a pool), which
@@ -306,11 +373,24 @@ Value* per_position(Emitter& e, const Ints& values, Value* o) {
   return b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), table, o));
 }
 
+// The number of taps of the window at output position o along a symbolic spatial dim d that lie
+// inside the input (unit dilation): min(extent, in + pad_begin - o * stride) - max(0, pad_begin -
+// o * stride).
+Value* inside_count(Emitter& e, const WindowPlan& p, size_t d, Value* o) {
+  llvm::IRBuilderBase& b_ = e.b;
+  const Window& w = p.w;
+  Value* start = b_.CreateSub(e.i64(w.pad_begin[d]), b_.CreateMul(o, e.i64(w.strides[d])));
+  Value* end = b_.CreateAdd(e.dim(p.in[d]), start);
+  Value* hi = b_.CreateSelect(b_.CreateICmpSLT(end, e.i64(w.extent(d))), end, e.i64(w.extent(d)));
+  Value* lo = b_.CreateSelect(b_.CreateICmpSGT(start, e.i64(0)), start, e.i64(0));
+  return b_.CreateSub(hi, lo);
+}
+
 Value* generate_window(Emitter& e, const Node& n, const Index& idx) {
   llvm::IRBuilderBase& b_ = e.b;
   const WindowPlan& p = e.state_of<WindowPlan>(n);
   const ValueId y = n.outputs[0];
-  const Shape& out = e.shape(y);
+  const SymShape out = e.dims(y);
   const size_t r = p.w.rank();
   Value* v = nullptr;
   if (p.gemm) {
@@ -331,6 +411,13 @@ Value* generate_window(Emitter& e, const Node& n, const Index& idx) {
     Value* count = nullptr;  // the window's count (AveragePool), its inside count (MaxPool)
     Value* empty = nullptr;  // MaxPool: the window holds no input position
     for (size_t d = 0; d < r; ++d) {
+      if (p.symbolic(d)) {  // (why_not_dynamic: no window of padding only)
+        if (n.op != OpKind::AveragePool) continue;
+        const bool inside = include_pad || (p.w.pad_begin[d] == 0 && p.w.pad_end[d] == 0);
+        Value* cd = inside ? e.i64(p.w.kernel[d]) : inside_count(e, p, d, o[d]);
+        count = count ? b_.CreateMul(count, cd, "", true, true) : cd;
+        continue;
+      }
       const Ints c = tap_counts(p.w, d, n.op == OpKind::AveragePool && include_pad);
       if (n.op == OpKind::AveragePool) {
         Value* cd = per_position(e, c, o[d]);
@@ -389,10 +476,41 @@ std::optional<std::vector<ValueId>> merge_window(Emitter& e, const Node& n) {
   return std::nullopt;
 }
 
+// The input's batch and spatial sizes may be symbols; the weights (and so the channels) are
+// static, and so is every window parameter. A symbolic size's geometry must be a rounded-down
+// division (see window_of); no window may hold padding only (MaxPool's lowest value would need
+// the size), and an AveragePool excluding padding from its counts needs unit dilation there.
+std::string why_not_dynamic_window(const Graph&, const Node& n,
+                                   const std::vector<const SymShape*>& in, const SymShape& out) {
+  if (in.empty() || !in[0]) return "no input";
+  const bool conv = n.op == OpKind::Conv;
+  if (conv && (in.size() < 2 || !in[1] || !is_static(*in[1])))
+    return "its weights are of symbolic shape";
+  if (conv && in.size() > 2 && in[2] && !is_static(*in[2])) return "its bias is of symbolic shape";
+  try {
+    const Shape ws = conv ? eval_shape(*in[1], {}) : Shape{};
+    const WindowPlan p =
+        window_of(n, *in[0], conv ? &ws : nullptr, conv ? n.attrs.get_int("group", 1) : 1, out);
+    const bool include_pad = n.attrs.get_int("count_include_pad", 0) != 0;
+    for (size_t d = 0; d < p.w.rank(); ++d) {
+      if (!p.symbolic(d)) continue;
+      const int64_t pb = p.w.pad_begin[d], pe = p.w.pad_end[d], ext = p.w.extent(d);
+      if (pb >= ext || pe >= ext) return "a window of padding only along a symbolic size";
+      if (n.op == OpKind::AveragePool && !include_pad && (pb > 0 || pe > 0) &&
+          p.w.dilations[d] != 1)
+        return "a dilated AveragePool excluding padding along a symbolic size";
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 extern const Lowering kWindowLowering;
 const Lowering kWindowLowering{.why_not = why_not_window,
+                               .why_not_dynamic = why_not_dynamic_window,
                                .generate = generate_window,
                                .allocate = allocate_window,
                                .materialise = materialise_window,

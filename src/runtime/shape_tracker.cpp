@@ -121,7 +121,7 @@ std::optional<SymDim> substitute(const SymDim& d, const SymDim& e) {
   if (d.div != 1) return std::nullopt;
   if (d.scale == 1) return e.plus(d.offset);
   if (e.div != 1) return std::nullopt;
-  return SymDim{e.sym, d.scale * e.scale, d.scale * e.offset + d.offset, 1};
+  return SymDim{e.sym, d.scale * e.scale, d.scale * e.offset + d.offset, 1}.normalized();
 }
 
 }  // namespace

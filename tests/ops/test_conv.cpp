@@ -323,3 +323,20 @@ SG_LOWERING_SAMPLE(Conv, gemm_strided) {
   s.output(s.b.conv(x, s.b.constant("", random_f32({4, 5, 3, 3}, 2)),
                     Attributes{{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 1}}}));
 }
+
+// A batch of n images through grouped im2col + GEMM (run-time item offsets in the dynamic tier).
+SG_LOWERING_SAMPLE(Conv, batch_gemm_groups) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  const ValueId x = s.input(DType::f32, {n, 8, 5, 6});
+  s.output(s.b.conv(x, s.b.constant("", random_f32({4, 4, 3, 3}, 4)),
+                    s.b.constant("", random_f32({4}, 5)),
+                    Attributes{{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{2}}}));
+}
+
+// A 1-D conv striding along its only (innermost) spatial dim, as audio front ends do.
+SG_LOWERING_SAMPLE(Conv, conv1d_strided) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  const ValueId x = s.input(DType::f32, {1, 4, n});
+  s.output(s.b.conv(x, s.b.constant("", random_f32({6, 4, 3}, 6)),
+                    Attributes{{"pads", Ints{1, 1}}, {"strides", Ints{2}}}));
+}

@@ -251,3 +251,11 @@ SG_LOWERING_SAMPLE(GlobalAveragePool, rank_4) {
   s.rtol = 1e-4, s.atol = 1e-5;
   s.output(s.b.global_average_pool(s.input(DType::f32, {2, 3, n, 2})));
 }
+
+// Padding on both sides of a strided dim, not counted: the count varies by position.
+SG_LOWERING_SAMPLE(AveragePool, excluded_pads_strided) {
+  s.output(s.b.average_pool(
+      s.input(DType::f32, {1, 2, n, 4}),
+      Attributes{
+          {"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 1}}}));
+}

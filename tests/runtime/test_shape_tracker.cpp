@@ -419,3 +419,14 @@ TEST_CASE("symbolic dims: a strided window's output size from the op's shape rul
   CHECK(sym_shape_str(*sd.values[r], sd.symbols) == "[1,4,(w+1)/2]");
   CHECK(sym_shape_str(*sd.values[g.outputs[0]], sd.symbols) == "[1,4,(w+1)/4]");
 }
+
+TEST_CASE("a divided dim in lowest terms compares equal to the same function") {
+  CHECK(SymDim{0, 2, 0}.plus(1).divided(2) == SymDim{0, 1, 0});  // (2s+1)/2 = s
+  CHECK(SymDim{0, 512, 192}.divided(64) == SymDim{0, 8, 3});     // (512s+192)/64 = 8s+3
+  CHECK(SymDim{0, 4, 1}.divided(6) == SymDim{0, 2, 0, 3});       // (4s+1)/6 = (2s)/3
+  CHECK(SymDim{0, 4, -1}.divided(6) == SymDim{0, 2, -1, 3});     // (4s-1)/6 = (2s-1)/3
+  for (int64_t v = 0; v < 50; ++v) {
+    const int64_t one[] = {v};
+    CHECK(SymDim{0, 4, -1, 6}.value(one) == SymDim{0, 4, -1}.divided(6).value(one));
+  }
+}
