@@ -6,8 +6,25 @@ namespace sgraph::ops {
 namespace {
 
 llvm::Value* generate_expand(Emitter& e, const Node& n, const Index& idx) {
+  if (e.dynamic())
+    return e.element(n.inputs[0],
+                     e.broadcast_index(n, idx, e.dims(n.outputs[0]), e.dims(n.inputs[0])));
   return e.element(n.inputs[0],
                    e.broadcast_index(n, idx, e.shape(n.outputs[0]), e.shape(n.inputs[0])));
+}
+
+// The input broadcasts to the output, and every symbolic output dim is the input's (a dim made
+// from the shape operand's values is static: a shape computed in the region makes the planner
+// guard its values, which a dynamic region does not compile).
+std::string why_not_dynamic_expand(const Graph&, const Node&,
+                                   const std::vector<const SymShape*>& in, const SymShape& out) {
+  if (in.empty() || !in[0]) return "no input";
+  if (std::string why = sym_broadcasts(*in[0], out); !why.empty()) return why;
+  const size_t lead = out.size() - in[0]->size();
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d].symbolic() && (d < lead || !((*in[0])[d - lead] == out[d])))
+      return "output dim " + std::to_string(d) + " is not its input's";
+  return "";
 }
 
 std::optional<std::vector<ValueId>> merge_expand(Emitter&, const Node& n) {
@@ -17,6 +34,7 @@ std::optional<std::vector<ValueId>> merge_expand(Emitter&, const Node& n) {
 }  // namespace
 
 extern const Lowering kExpandLowering;
-const Lowering kExpandLowering{.generate = generate_expand, .merge = merge_expand};
+const Lowering kExpandLowering{
+    .why_not_dynamic = why_not_dynamic_expand, .generate = generate_expand, .merge = merge_expand};
 
 }  // namespace sgraph::ops

@@ -113,6 +113,11 @@ Value* clamp(Emitter& e, Value* i, int64_t lo, int64_t hi) {
                                    e.i64(lo));
 }
 
+Value* clamp(Emitter& e, Value* i, int64_t lo, Value* hi) {
+  return e.b.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smax, e.b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i, hi), e.i64(lo));
+}
+
 Value* max_of(llvm::IRBuilderBase& b, Value* a, Value* x, DType t) {
   if (is_float(t))  // NaN propagates; vectorises as a reduction
     return b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, x);

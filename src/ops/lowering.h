@@ -196,6 +196,8 @@ std::optional<Index> unit_dims_map(Emitter& e, const Index& idx, const Shape& fr
                                    const Shape& to);
 // i clamped into [lo, hi].
 llvm::Value* clamp(Emitter& e, llvm::Value* i, int64_t lo, int64_t hi);
+// i clamped into [lo, hi], hi a run-time value (>= lo).
+llvm::Value* clamp(Emitter& e, llvm::Value* i, int64_t lo, llvm::Value* hi);
 // max(a, x) for dtype t (floats: NaN propagates).
 llvm::Value* max_of(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* x, DType t);
 // The lowest value of dtype t (-inf for floats).

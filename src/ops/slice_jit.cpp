@@ -1,5 +1,8 @@
 // Slice's lowering: output index i on each axis reads input index start + i * step (starts,
 // ends, axes and steps must be constants; the start clamped as the reference kernel clamps it).
+// Along a symbolic dim only ranges that hold for every size the guard takes (see SymSliceAxis).
+#include <optional>
+
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/params.h"
@@ -15,8 +18,87 @@ std::string why_not_slice(const Graph& g, const Node& n) {
   return "";
 }
 
+// Along a symbolic dim D, a slice of step 1 whose parameters hold for every D the guard takes:
+// from a constant start s >= 0 to the end or to D - k (output D - j, j >= s: a guarded output of
+// at least 1 puts both ends inside), or the last element alone (start -1 to the end; D >= 1).
+// Found from the parameters at two stand-in sizes: a start that does not move is a constant, a
+// count that moves with the size is D - j.
+struct SymSliceAxis {
+  int64_t start = 0, step = 1;  // the first element read, and the step (static dims)
+  bool last = false;            // start at D - 1 instead
+  SymDim count;
+};
+
+std::optional<std::vector<SymSliceAxis>> sym_slice(const Node& n, const Graph& g,
+                                                   const SymShape& in, std::string& why) {
+  constexpr int64_t kH1 = int64_t{1} << 40, kH2 = int64_t{1} << 41;
+  Shape s1, s2;
+  for (const SymDim& d : in) {
+    s1.push_back(d.symbolic() ? kH1 : d.offset);
+    s2.push_back(d.symbolic() ? kH2 : d.offset);
+  }
+  std::vector<SliceAxis> a1, a2;
+  try {
+    a1 = slice_params(n, s1, constant_input(g, n, 1), constant_input(g, n, 2),
+                      constant_input(g, n, 3), constant_input(g, n, 4));
+    a2 = slice_params(n, s2, constant_input(g, n, 1), constant_input(g, n, 2),
+                      constant_input(g, n, 3), constant_input(g, n, 4));
+  } catch (const Error& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+  std::vector<SymSliceAxis> axes(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    SymSliceAxis& x = axes[d];
+    if (!in[d].symbolic()) {
+      x.start = a1[d].start;
+      x.step = a1[d].step;
+      x.count = SymDim::constant(a1[d].count);
+      continue;
+    }
+    if (a1[d].step != 1 || a2[d].step != 1) {
+      why = "a step other than 1 along a symbolic dim";
+      return std::nullopt;
+    }
+    const bool moves = a1[d].count != a2[d].count;
+    if (a1[d].start == a2[d].start && moves && a2[d].count - a1[d].count == kH2 - kH1) {
+      x.start = a1[d].start;
+      x.count = in[d].plus(a1[d].count - kH1);  // D - j
+    } else if (a1[d].start == kH1 - 1 && a2[d].start == kH2 - 1 && a1[d].count == 1 &&
+               a2[d].count == 1) {
+      x.last = true;
+      x.count = SymDim::constant(1);
+    } else {
+      why = "its range along a symbolic dim depends on the dim beyond D - k";
+      return std::nullopt;
+    }
+  }
+  return axes;
+}
+
 llvm::Value* generate_slice(Emitter& e, const Node& n, const Index& idx) {
   const ValueId x = n.inputs[0];
+  if (e.dynamic()) {
+    const SymShape in = e.dims(x), out = e.dims(n.outputs[0]);
+    std::string why;
+    const std::optional<std::vector<SymSliceAxis>> axes = sym_slice(n, e.graph, in, why);
+    SG_CHECK(axes && in.size() == out.size()) << node_str(n) << ": " << why;
+    Index in_idx(in.size());
+    for (size_t d = 0; d < in.size(); ++d) {
+      const SymSliceAxis& a = (*axes)[d];
+      SG_CHECK(a.count == out[d]) << node_str(n) << ": output dim " << d << " is not the slice's";
+      if (a.last)
+        in_idx[d] = e.b.CreateSub(e.dim(in[d]), e.i64(1));
+      else if (!out[d].symbolic() && out[d].offset <= 1)
+        in_idx[d] = e.i64(a.start);
+      else if (a.step == 1)
+        in_idx[d] = a.start == 0 ? idx[d] : e.b.CreateAdd(idx[d], e.i64(a.start), "", true, true);
+      else
+        in_idx[d] = e.b.CreateAdd(e.b.CreateMul(idx[d], e.i64(a.step), "", false, true),
+                                  e.i64(a.start), "", false, true);
+    }
+    return e.element(x, in_idx);
+  }
   const Shape& in = e.shape(x);
   const Shape& out = e.shape(n.outputs[0]);
   SG_CHECK(in.size() == out.size()) << node_str(n) << ": output shape " << shape_str(out)
@@ -50,9 +132,30 @@ llvm::Value* generate_slice(Emitter& e, const Node& n, const Index& idx) {
   return e.element(x, in_idx);
 }
 
+std::string why_not_dynamic_slice(const Graph& g, const Node& n,
+                                  const std::vector<const SymShape*>& in, const SymShape& out) {
+  if (in.empty() || !in[0]) return "no input";
+  if (!why_not_slice(g, n).empty()) return why_not_slice(g, n);
+  std::string why;
+  const std::optional<std::vector<SymSliceAxis>> axes = sym_slice(n, g, *in[0], why);
+  if (!axes) return why;
+  if (out.size() != axes->size()) return "its output's rank is not its input's";
+  for (size_t d = 0; d < out.size(); ++d) {
+    const SymSliceAxis& a = (*axes)[d];
+    if (!(a.count == out[d])) return "output dim " + std::to_string(d) + " is not the slice's";
+    if (!a.last && !in[0]->at(d).symbolic()) {  // a static dim: the static checks hold
+      const int64_t size = in[0]->at(d).offset, last = a.start + (a.count.offset - 1) * a.step;
+      if (a.count.offset > 0 && (a.start < 0 || a.start >= size || last < 0 || last >= size))
+        return "its range does not fit its input on axis " + std::to_string(d);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 extern const Lowering kSliceLowering;
-const Lowering kSliceLowering{.why_not = why_not_slice, .generate = generate_slice};
+const Lowering kSliceLowering{
+    .why_not = why_not_slice, .why_not_dynamic = why_not_dynamic_slice, .generate = generate_slice};
 
 }  // namespace sgraph::ops

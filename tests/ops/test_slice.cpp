@@ -165,3 +165,13 @@ SG_LOWERING_SAMPLE(Slice, negative_step) {
   s.output(
       s.b.slice(x, s.b.ints({-1, -2}), s.b.ints({kMin, 0}), s.b.ints({0, 1}), s.b.ints({-1, -2})));
 }
+
+// Ranges written without n, as exported models write them: from a start to the end (INT64_MAX),
+// to D - 2, the last element alone; and a static dim sliced with a step beside them.
+SG_LOWERING_SAMPLE(Slice, open_ended) {
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  const ValueId x = s.input(DType::f32, {3, n + 3, 6});
+  s.output(s.b.slice(x, s.b.ints({1, 1}), s.b.ints({kEnd, 6}), s.b.ints({1, 2}), s.b.ints({1, 2})));
+  s.output(s.b.slice(x, s.b.ints({0}), s.b.ints({-2}), s.b.ints({1})));
+  s.output(s.b.slice(x, s.b.ints({-1}), s.b.ints({kEnd}), s.b.ints({1})));
+}
