@@ -43,7 +43,10 @@ struct SessionOptions {
   // was planned AND at least as often as its kernel ran: an occasional other shape (an epoch's
   // smaller last batch) keeps the kernel and just falls back for that call. At a re-plan, the
   // call's inputs are interpreted once more, observed like a warm-up run: the dims that changed
-  // while serving are then symbols, so the changed ops can join dynamic regions.
+  // while serving are then symbols, so the changed ops can join dynamic regions. A dynamic
+  // region re-plans after this many misses on a dim its plan holds static (or a relation between
+  // dims) whatever its hits: that dim then becomes a symbol, once (an epoch's last batch of
+  // another size makes the batch dim symbolic instead of falling back every epoch).
   int max_guard_misses = 4;
   bool jit = true;  // compile regions (else they are planned but interpreted)
   // The second tier: changed ops whose changing dims the warm-up saw as symbols join dynamic

@@ -175,6 +175,7 @@ void ExecutableGraph::plan_arena(const WarmupShapes& warmup,
 }
 
 bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env) const {
+  r.last_miss_on_shape = false;
   if (r.region.dynamic) {
     r.sym_values.assign(r.symbols.size(), 0);
     r.sym_bound.assign(r.symbols.size(), false);
@@ -186,7 +187,8 @@ bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env)
       patterns.push_back(&r.input_sym[i]);
       actual.push_back(&t.shape());
     }
-    if (!bind_all(patterns, actual, r.sym_values, r.sym_bound)) return false;
+    r.last_miss_on_shape = !bind_all(patterns, actual, r.sym_values, r.sym_bound);
+    if (r.last_miss_on_shape) return false;
     for (const auto& [d, least] : r.dim_checks)
       if (d.value(r.sym_values) < least) return false;
     return true;
@@ -303,6 +305,7 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
         if (r.fn != nullptr) {
           ++r.guard_misses;
           ++r.misses_since_plan;
+          r.shape_misses_since_plan += r.last_miss_on_shape;
         }
         for (int32_t node : r.region.nodes) runner_.run(g_, node, env, observers, premade_);
       }

@@ -71,6 +71,11 @@ struct RegionPlan {
   // Counters while serving.
   int64_t kernel_calls = 0, guard_misses = 0;
   int64_t misses_since_plan = 0, hits_since_plan = 0;
+  // A dynamic region's misses on a dim static in its plan or a relation between dims (not on a
+  // dtype or a size below the least): re-planning makes that dim a symbol, so these re-plan
+  // whatever the hits (a region is then compiled once per newly symbolic set of dims).
+  int64_t shape_misses_since_plan = 0;
+  bool last_miss_on_shape = false;  // (set by guard_holds)
   // Outputs outside the arena (graph outputs, values a view ties to one): the previous call's
   // buffers, reused for the next call when nothing else holds them (writing into fresh large
   // allocations costs page faults that can exceed the kernel).

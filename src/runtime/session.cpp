@@ -60,15 +60,17 @@ class ServingShapes final : public OpObserver {
 
 // A region plan's serving counters, to undo a call that threw.
 struct RegionCounters {
-  int64_t calls, misses, misses_since, hits_since;
+  int64_t calls, misses, misses_since, hits_since, shape_misses_since;
   static RegionCounters of(const RegionPlan& r) {
-    return {r.kernel_calls, r.guard_misses, r.misses_since_plan, r.hits_since_plan};
+    return {r.kernel_calls, r.guard_misses, r.misses_since_plan, r.hits_since_plan,
+            r.shape_misses_since_plan};
   }
   void restore(RegionPlan& r) const {
     r.kernel_calls = calls;
     r.guard_misses = misses;
     r.misses_since_plan = misses_since;
     r.hits_since_plan = hits_since;
+    r.shape_misses_since_plan = shape_misses_since;
   }
 };
 
@@ -142,8 +144,9 @@ struct Session::Impl {
     serving->commit();
     const bool replan_due =
         std::any_of(exec->regions().begin(), exec->regions().end(), [&](const RegionPlan& r) {
-          return r.misses_since_plan >= options.max_guard_misses &&
-                 r.misses_since_plan >= r.hits_since_plan;
+          return (r.misses_since_plan >= options.max_guard_misses &&
+                  r.misses_since_plan >= r.hits_since_plan) ||
+                 r.shape_misses_since_plan >= options.max_guard_misses;
         });
     if (replan_due) {
       // The ops whose shapes differ are changed for good; this call's inputs are interpreted
@@ -194,7 +197,7 @@ struct Session::Impl {
                o.planned_sym == p.planned_sym && o.symbols == p.symbols;
       });
       if (same != old.end()) {
-        same->misses_since_plan = same->hits_since_plan = 0;
+        same->misses_since_plan = same->hits_since_plan = same->shape_misses_since_plan = 0;
         kept[static_cast<size_t>(same - old.begin())] = true;
         plans.push_back(std::move(*same));
         continue;
