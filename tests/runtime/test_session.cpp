@@ -282,3 +282,33 @@ TEST_CASE("Session: an occasional other shape falls back without losing the kern
   for (uint32_t call = 0; call < 40; ++call) s.run({random_f32({5, 4}, 200 + call)});
   CHECK(s.report().replans == 1);
 }
+
+TEST_CASE("Session: a dynamic region re-plans once on a dim warm-up held static, amid hits") {
+  // x [batch, f] -> Tanh -> *2 -> Sigmoid: warm-up varies the batch only, serving then sends f = 6
+  // once in four calls (the rest hits): misses fewer than hits still make f a symbol, once.
+  const auto chain = [] {
+    GraphBuilder b("chain");
+    const ValueId x = b.input("x", DType::f32, {Dim("batch"), Dim("f")});
+    b.output(b.sigmoid(b.mul(b.tanh(x), b.scalar(2.0f))), "y");
+    return b.build();
+  };
+  Session s(chain(), SessionOptions{.warmup_runs = 3, .max_guard_misses = 2, .threads = 1});
+  Session ref(chain(), SessionOptions{.interpret_only = true});
+  for (int64_t batch : {2, 3, 5}) s.run({random_f32({batch, 4}, 1)});
+  REQUIRE(s.report().regions.size() == 1);
+  CHECK(s.report().regions[0].symbols == std::vector<std::string>{"batch"});
+  int calls = 0;
+  for (int round = 0; round < 3; ++round)
+    for (const Shape& shape : {Shape{7, 4}, Shape{2, 4}, Shape{9, 4}, Shape{3, 6}}) {
+      CAPTURE(shape_str(shape));
+      const Tensor x = random_f32(shape, static_cast<uint32_t>(++calls));
+      check_tensors_close(s.run({x})[0], ref.run({x})[0]);
+    }
+  const Report r = s.report();
+  CHECK(r.replans == 1);
+  REQUIRE(r.regions.size() == 1);
+  CHECK(r.regions[0].symbols == std::vector<std::string>{"batch", "f"});
+  CHECK(r.regions[0].guard_misses == 0);  // since the re-plan: every shape hit
+  CHECK(r.regions[0].kernel_calls >= 4);
+  CHECK(r.compilations == 2);  // the batch-dynamic kernel, then the batch- and f-dynamic one
+}
