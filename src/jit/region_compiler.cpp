@@ -108,6 +108,22 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
                       [&](llvm::Module& m) { return KernelBuilder(g, r, value_shapes, m); });
 }
 
+std::vector<std::pair<SymDim, int64_t>> dynamic_needs(
+    const Graph& g, const Node& n, const std::vector<std::optional<SymShape>>& shapes) {
+  std::vector<std::pair<SymDim, int64_t>> least;
+  const ops::Lowering* l = ops::op_def(n.op).lowering;
+  if (!l || !l->dynamic_needs || n.outputs.empty()) return least;
+  const auto shape_of = [&](ValueId v) -> const SymShape* {
+    return v >= 0 && static_cast<size_t>(v) < shapes.size() && shapes[v] ? &*shapes[v] : nullptr;
+  };
+  const SymShape* out = shape_of(n.outputs[0]);
+  if (!out) return least;
+  std::vector<const SymShape*> in;
+  for (ValueId v : n.inputs) in.push_back(v == kNoValue ? nullptr : shape_of(v));
+  l->dynamic_needs(g, n, in, *out, least);
+  return least;
+}
+
 bool takes_symbolic_dims(OpKind op) {
   const ops::OpDef& def = ops::op_def(op);
   const ops::Lowering* l = def.lowering;

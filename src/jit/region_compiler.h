@@ -78,6 +78,10 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
 // kernel's loops are those of the interpreter. Any other op cannot.
 std::string why_not_dynamic(const Graph& g, const Node& n,
                             const std::vector<std::optional<SymShape>>& shapes);
+// The least values of dims node n's dynamic kernel needs beyond every symbolic dim being at least
+// 1 (Lowering::dynamic_needs), over the symbols of `shapes`.
+std::vector<std::pair<SymDim, int64_t>> dynamic_needs(
+    const Graph& g, const Node& n, const std::vector<std::optional<SymShape>>& shapes);
 // Whether op's lowering takes symbolic dims at all (for some shapes, by why_not_dynamic's rule).
 bool takes_symbolic_dims(OpKind op);
 

@@ -162,6 +162,12 @@ struct Lowering {
   std::string (*why_not_dynamic)(const Graph& g, const Node& n,
                                  const std::vector<const SymShape*>& in,
                                  const SymShape& out) = nullptr;
+  // The least values of dims (over the symbols of `in` and `out`) the dynamic kernel of n needs
+  // beyond every symbolic dim being at least 1 (a slice of a static length k from a symbolic dim
+  // needs that dim at least k); the dynamic guard checks them. Null: none.
+  void (*dynamic_needs)(const Graph& g, const Node& n, const std::vector<const SymShape*>& in,
+                        const SymShape& out,
+                        std::vector<std::pair<SymDim, int64_t>>& least) = nullptr;
   // The element of n's output at `idx` (in the output's current shape).
   llvm::Value* (*generate)(Emitter& e, const Node& n, const Index& idx) = nullptr;
   void (*allocate)(Emitter& e, const Node& n) = nullptr;

@@ -110,7 +110,7 @@ struct OpDef {
   // Output 0's symbolic shape from the inputs' (nullptr: absent), by the op's shape rule, for the
   // dims warm-up cannot relate by observation (a strided window's "(w+1)/2"); nullopt where the
   // rule gives no such form. The ShapeTracker uses it (symbolic_dims).
-  std::optional<SymShape> (*symbolic_shape)(const Node& n,
+  std::optional<SymShape> (*symbolic_shape)(const Graph& g, const Node& n,
                                             std::span<const SymShape* const> in) = nullptr;
 };
 
@@ -130,7 +130,8 @@ constexpr OpDef with_lowering(const Lowering* lowering, OpDef def) {
 
 // `def` with its symbolic shape rule.
 constexpr OpDef with_symbolic_shape(
-    std::optional<SymShape> (*rule)(const Node&, std::span<const SymShape* const>), OpDef def) {
+    std::optional<SymShape> (*rule)(const Graph&, const Node&, std::span<const SymShape* const>),
+    OpDef def) {
   def.symbolic_shape = rule;
   return def;
 }

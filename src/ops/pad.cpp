@@ -138,36 +138,63 @@ void pad_kernel(const Tensor& x, Tensor& y, const std::vector<AxisPlan>& plan, T
 
 // Pad(data, pads?, constant_value?, axes?) {mode = constant, pads and value: the opset-2 form}.
 extern const Lowering kPadLowering;  // pad_jit.cpp
+// Pad's output over a symbolic input: each dim plus its constant pads (nullopt when the pads are
+// computed).
+std::optional<SymShape> pad_symbolic_shape(const Graph& g, const Node& n,
+                                           std::span<const SymShape* const> in) {
+  if (in.empty() || !in[0]) return std::nullopt;
+  const auto constant = [&](size_t i) -> const Tensor* {
+    return i < n.inputs.size() && n.inputs[i] != kNoValue &&
+                   g.values[n.inputs[i]].initializer.defined()
+               ? &g.values[n.inputs[i]].initializer
+               : nullptr;
+  };
+  if ((n.inputs.size() > 1 && n.inputs[1] != kNoValue && !constant(1)) ||
+      (n.inputs.size() > 3 && n.inputs[3] != kNoValue && !constant(3)))
+    return std::nullopt;
+  try {
+    const PadParams p = pad_params(n, in[0]->size(), constant(1), constant(3));
+    SymShape out;
+    for (size_t d = 0; d < in[0]->size(); ++d)
+      out.push_back((*in[0])[d].plus(p.begin[d] + p.end[d]));
+    return out;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 extern const OpDef kPad;
-const OpDef kPad = with_lowering(
-    &kPadLowering,
-    OpDef{"Pad", 1, 4, 1, 1,
-          [](TypeCtx& c) {
-            if (c.has(1)) c.expect_int_index(1);
-            if (c.has(2)) c.expect_same(0, 2);
-            if (c.has(3)) c.expect_int_index(3);
-            types_same_as_input0(c);
-          },
-          [](ShapeCtx& c) {
-            SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
-                << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
-            const auto plan =
-                pad_plan(c.shape(0), pad_params(c.node, c.shape(0).size(),
-                                                c.has(1) ? &c.require_value(1) : nullptr,
-                                                c.has(3) ? &c.require_value(3) : nullptr));
-            Shape out;
-            for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
-            c.out[0] = std::move(out);
-          },
-          [](KernelCtx& c) {
-            const PadParams p =
-                pad_params(c.node, c.in[0].shape().size(), c.has(1) ? &c.in[1] : nullptr,
-                           c.has(3) ? &c.in[3] : nullptr);
-            const auto plan = pad_plan(c.in[0].shape(), p);
-            visit_dtype(c.in[0].dtype(), [&]<class T>() {
-              const T value = c.has(2) ? c.in[2].data<T>()[0] : static_cast<T>(p.value);
-              pad_kernel<T>(c.in[0], c.out[0], plan, value);
-            });
-          }});
+const OpDef kPad = with_symbolic_shape(
+    pad_symbolic_shape,
+    with_lowering(
+        &kPadLowering,
+        OpDef{"Pad", 1, 4, 1, 1,
+              [](TypeCtx& c) {
+                if (c.has(1)) c.expect_int_index(1);
+                if (c.has(2)) c.expect_same(0, 2);
+                if (c.has(3)) c.expect_int_index(3);
+                types_same_as_input0(c);
+              },
+              [](ShapeCtx& c) {
+                SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
+                    << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
+                const auto plan =
+                    pad_plan(c.shape(0), pad_params(c.node, c.shape(0).size(),
+                                                    c.has(1) ? &c.require_value(1) : nullptr,
+                                                    c.has(3) ? &c.require_value(3) : nullptr));
+                Shape out;
+                for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
+                c.out[0] = std::move(out);
+              },
+              [](KernelCtx& c) {
+                const PadParams p =
+                    pad_params(c.node, c.in[0].shape().size(), c.has(1) ? &c.in[1] : nullptr,
+                               c.has(3) ? &c.in[3] : nullptr);
+                const auto plan = pad_plan(c.in[0].shape(), p);
+                visit_dtype(c.in[0].dtype(), [&]<class T>() {
+                  const T value = c.has(2) ? c.in[2].data<T>()[0] : static_cast<T>(p.value);
+                  pad_kernel<T>(c.in[0], c.out[0], plan, value);
+                });
+              }}));
 
 }  // namespace sgraph::ops

@@ -1,6 +1,7 @@
 // Pad's lowering (pads and axes constant; negative pads crop): edge clamps the index, reflect
 // mirrors it, constant selects the pad value outside the input (the input's index clamped, so the
-// load stays in bounds). Along a symbolic dim, pads (edge or constant) or crops, not both.
+// load stays in bounds). Along a symbolic dim, pads or crops, not both (reflect: pads, the guard
+// taking sizes that reach both pads).
 #include <algorithm>
 
 #include "ops/lowering.h"
@@ -36,8 +37,8 @@ std::string check_dynamic_pad(const PadParams& p, const SymShape& in, const SymS
       return "output dim " + std::to_string(d) + " is not the padding's";
     if ((before < 0 && after > 0) || (before > 0 && after < 0))
       return "pads one side and crops the other of a symbolic dim";
-    if (p.mode == PadMode::reflect && (before != 0 || after != 0))
-      return "reflect padding of a symbolic dim";
+    if (p.mode == PadMode::reflect && (before < 0 || after < 0))
+      return "reflect padding that crops a symbolic dim";
   }
   return "";
 }
@@ -78,6 +79,14 @@ llvm::Value* generate_pad(Emitter& e, const Node& n, const Index& idx) {
         continue;
       }
       llvm::Value* size = e.dim(sin[d]);  // >= 1 (the guard): the range is not empty
+      if (p.mode == PadMode::reflect) {   // m - |m - |j||, m = D - 1 >= both pads (the guard)
+        const auto abs = [&](llvm::Value* v) {
+          return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v, b.getFalse());
+        };
+        llvm::Value* m = b.CreateSub(size, e.i64(1));
+        in_idx[d] = b.CreateSub(m, abs(b.CreateSub(m, abs(j), "", false, true)), "", false, true);
+        continue;
+      }
       in_idx[d] = clamp(e, j, 0, b.CreateSub(size, e.i64(1)));
       if (p.mode == PadMode::constant) {
         llvm::Value* in_range = b.CreateICmpULT(j, size);
@@ -141,10 +150,27 @@ std::string why_not_dynamic_pad(const Graph& g, const Node& n,
   }
 }
 
+// Reflect padding of a symbolic dim D mirrors within it: D - 1 must reach both pads.
+void dynamic_needs_pad(const Graph& g, const Node& n, const std::vector<const SymShape*>& in,
+                       const SymShape&, std::vector<std::pair<SymDim, int64_t>>& least) {
+  if (in.empty() || !in[0]) return;
+  try {
+    const PadParams p =
+        pad_params(n, in[0]->size(), constant_input(g, n, 1), constant_input(g, n, 3));
+    if (p.mode != PadMode::reflect) return;
+    for (size_t d = 0; d < in[0]->size(); ++d)
+      if (in[0]->at(d).symbolic() && std::max(p.begin[d], p.end[d]) > 0)
+        least.emplace_back(in[0]->at(d), std::max(p.begin[d], p.end[d]) + 1);
+  } catch (const Error&) {
+  }
+}
+
 }  // namespace
 
 extern const Lowering kPadLowering;
-const Lowering kPadLowering{
-    .why_not = why_not_pad, .why_not_dynamic = why_not_dynamic_pad, .generate = generate_pad};
+const Lowering kPadLowering{.why_not = why_not_pad,
+                            .why_not_dynamic = why_not_dynamic_pad,
+                            .dynamic_needs = dynamic_needs_pad,
+                            .generate = generate_pad};
 
 }  // namespace sgraph::ops

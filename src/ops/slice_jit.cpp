@@ -18,15 +18,17 @@ std::string why_not_slice(const Graph& g, const Node& n) {
   return "";
 }
 
-// Along a symbolic dim D, a slice of step 1 whose parameters hold for every D the guard takes:
-// from a constant start s >= 0 to the end or to D - k (output D - j, j >= s: a guarded output of
-// at least 1 puts both ends inside), or the last element alone (start -1 to the end; D >= 1).
-// Found from the parameters at two stand-in sizes: a start that does not move is a constant, a
-// count that moves with the size is D - j.
+// Along a symbolic dim D, a slice of step 1 whose range is a fixed form of D: from a constant
+// start s >= 0 to the end or to D - k (output D - j, j >= s: a guarded output of at least 1 puts
+// both ends inside), or a static length c from a constant start (needs D >= s + c) or from D - k
+// (needs D >= k). Found from the parameters at two stand-in sizes: a start or count that does not
+// move is a constant, one that moves with the size is D - k. The needs go to the guard
+// (Lowering::dynamic_needs).
 struct SymSliceAxis {
-  int64_t start = 0, step = 1;  // the first element read, and the step (static dims)
-  bool last = false;            // start at D - 1 instead
+  int64_t start = 0, step = 1;  // the first element read (static dims and constant starts)
+  int64_t from_end = 0;         // > 0: the first element read is D - from_end
   SymDim count;
+  int64_t least = 1;  // the least D this range holds for
 };
 
 std::optional<std::vector<SymSliceAxis>> sym_slice(const Node& n, const Graph& g,
@@ -60,14 +62,21 @@ std::optional<std::vector<SymSliceAxis>> sym_slice(const Node& n, const Graph& g
       why = "a step other than 1 along a symbolic dim";
       return std::nullopt;
     }
-    const bool moves = a1[d].count != a2[d].count;
-    if (a1[d].start == a2[d].start && moves && a2[d].count - a1[d].count == kH2 - kH1) {
+    const bool start_fixed = a1[d].start == a2[d].start,
+               start_moves = a2[d].start - a1[d].start == kH2 - kH1,
+               count_fixed = a1[d].count == a2[d].count,
+               count_moves = a2[d].count - a1[d].count == kH2 - kH1;
+    if (start_fixed && count_moves) {
       x.start = a1[d].start;
       x.count = in[d].plus(a1[d].count - kH1);  // D - j
-    } else if (a1[d].start == kH1 - 1 && a2[d].start == kH2 - 1 && a1[d].count == 1 &&
-               a2[d].count == 1) {
-      x.last = true;
-      x.count = SymDim::constant(1);
+    } else if (start_fixed && count_fixed && a1[d].count > 0) {
+      x.start = a1[d].start;
+      x.count = SymDim::constant(a1[d].count);
+      x.least = x.start + a1[d].count;
+    } else if (start_moves && count_fixed && a1[d].count > 0 && kH1 - a1[d].start >= 1) {
+      x.from_end = kH1 - a1[d].start;
+      x.count = SymDim::constant(a1[d].count);
+      x.least = x.from_end;
     } else {
       why = "its range along a symbolic dim depends on the dim beyond D - k";
       return std::nullopt;
@@ -87,8 +96,8 @@ llvm::Value* generate_slice(Emitter& e, const Node& n, const Index& idx) {
     for (size_t d = 0; d < in.size(); ++d) {
       const SymSliceAxis& a = (*axes)[d];
       SG_CHECK(a.count == out[d]) << node_str(n) << ": output dim " << d << " is not the slice's";
-      if (a.last)
-        in_idx[d] = e.b.CreateSub(e.dim(in[d]), e.i64(1));
+      if (a.from_end > 0)
+        in_idx[d] = e.b.CreateAdd(e.dim(in[d].plus(-a.from_end)), idx[d], "", true, true);
       else if (!out[d].symbolic() && out[d].offset <= 1)
         in_idx[d] = e.i64(a.start);
       else if (a.step == 1)
@@ -143,7 +152,7 @@ std::string why_not_dynamic_slice(const Graph& g, const Node& n,
   for (size_t d = 0; d < out.size(); ++d) {
     const SymSliceAxis& a = (*axes)[d];
     if (!(a.count == out[d])) return "output dim " + std::to_string(d) + " is not the slice's";
-    if (!a.last && !in[0]->at(d).symbolic()) {  // a static dim: the static checks hold
+    if (!in[0]->at(d).symbolic()) {  // a static dim: the static checks hold
       const int64_t size = in[0]->at(d).offset, last = a.start + (a.count.offset - 1) * a.step;
       if (a.count.offset > 0 && (a.start < 0 || a.start >= size || last < 0 || last >= size))
         return "its range does not fit its input on axis " + std::to_string(d);
@@ -152,10 +161,23 @@ std::string why_not_dynamic_slice(const Graph& g, const Node& n,
   return "";
 }
 
+void dynamic_needs_slice(const Graph& g, const Node& n, const std::vector<const SymShape*>& in,
+                         const SymShape&, std::vector<std::pair<SymDim, int64_t>>& least) {
+  std::string why;
+  if (in.empty() || !in[0]) return;
+  const std::optional<std::vector<SymSliceAxis>> axes = sym_slice(n, g, *in[0], why);
+  if (!axes) return;
+  for (size_t d = 0; d < axes->size(); ++d)
+    if (in[0]->at(d).symbolic() && (*axes)[d].least > 1)
+      least.emplace_back(in[0]->at(d), (*axes)[d].least);
+}
+
 }  // namespace
 
 extern const Lowering kSliceLowering;
-const Lowering kSliceLowering{
-    .why_not = why_not_slice, .why_not_dynamic = why_not_dynamic_slice, .generate = generate_slice};
+const Lowering kSliceLowering{.why_not = why_not_slice,
+                              .why_not_dynamic = why_not_dynamic_slice,
+                              .dynamic_needs = dynamic_needs_slice,
+                              .generate = generate_slice};
 
 }  // namespace sgraph::ops

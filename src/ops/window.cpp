@@ -98,7 +98,8 @@ std::optional<SymWindow> sym_forward_window(const Attributes& attrs, const SymSh
   return sw;
 }
 
-std::optional<SymShape> window_symbolic_shape(const Node& n, std::span<const SymShape* const> in) {
+std::optional<SymShape> window_symbolic_shape(const Graph&, const Node& n,
+                                              std::span<const SymShape* const> in) {
   if (in.empty() || !in[0] || in[0]->size() < 3) return std::nullopt;
   const SymShape& x = *in[0];
   const SymShape spatial(x.begin() + 2, x.end());

@@ -49,6 +49,7 @@ std::optional<SymWindow> sym_forward_window(const Attributes& attrs, const SymSh
                                             Ints kernel, bool ceil_mode = false,
                                             bool clip_last = false);
 // Output 0's symbolic shape for Conv and the pools (OpDef::symbolic_shape).
-std::optional<SymShape> window_symbolic_shape(const Node& n, std::span<const SymShape* const> in);
+std::optional<SymShape> window_symbolic_shape(const Graph& g, const Node& n,
+                                              std::span<const SymShape* const> in);
 
 }  // namespace sgraph::ops

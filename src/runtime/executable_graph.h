@@ -45,7 +45,9 @@ struct RegionPlan {
   std::vector<std::pair<ValueId, SymShape>> planned_sym;  // every value's it reads or makes
   // Every symbolic dim of planned_sym once, with the least value the guard takes for it: 1, or 0
   // where warm-up saw it empty. A dim the symbols make smaller (a Conv's output for an input
-  // smaller than its kernel, where the interpreter reports an error) is a miss.
+  // smaller than its kernel, where the interpreter reports an error) is a miss. Also what the
+  // region's kernels need beyond that (jit::dynamic_needs: a slice of static length k from a
+  // symbolic dim needs that dim at least k).
   std::vector<std::pair<SymDim, int64_t>> dim_checks;
   std::vector<std::string> symbols;
   std::vector<int64_t> sym_values;  // the latest call's

@@ -293,6 +293,23 @@ struct Session::Impl {
         if (std::none_of(p.dim_checks.begin(), p.dim_checks.end(), same))
           p.dim_checks.emplace_back(s[i], least);
       }
+    // What the kernels need beyond that (a slice of static length from a symbolic dim).
+    for (int32_t n : r.nodes)
+      for (auto [d, least] : jit::dynamic_needs(graph, graph.nodes[n], symbolic.values)) {
+        if (!d.symbolic()) continue;
+        const int32_t k = local[static_cast<size_t>(d.sym)];
+        if (k < 0) {
+          p.why_interpreted = "a symbol its kernels need bounded is none of its inputs'";
+          continue;
+        }
+        d.sym = k;
+        const auto same = [&](const auto& c) { return c.first == d; };
+        const auto at = std::find_if(p.dim_checks.begin(), p.dim_checks.end(), same);
+        if (at == p.dim_checks.end())
+          p.dim_checks.emplace_back(d, least);
+        else
+          at->second = std::max(at->second, least);
+      }
     for (ValueId v : r.outputs) {  // (in Region::outputs' order, the kernel's)
       const auto at = std::find_if(p.planned_sym.begin(), p.planned_sym.end(),
                                    [&](const auto& vs) { return vs.first == v; });

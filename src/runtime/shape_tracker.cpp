@@ -160,7 +160,7 @@ void ShapeTracker::derive_by_rules(SymbolicDims& sd) const {
         in.push_back(nullptr);
       }
     }
-    const std::optional<SymShape> rule = def.symbolic_shape(n, in);
+    const std::optional<SymShape> rule = def.symbolic_shape(g_, n, in);
     const SymShape& seen = *sd.values[n.outputs[0]];
     if (!rule || rule->size() != seen.size()) continue;
     for (size_t i = 0; i < seen.size(); ++i) {

@@ -215,6 +215,9 @@ struct Dynamic {
       buffers.push_back(const_cast<void*>(t->raw_data()));
     }
     if (!bind_all(patterns, actual, syms, bound)) return std::nullopt;
+    for (int32_t node : r.nodes)  // what the kernels need beyond the guard (as the runtime's)
+      for (const auto& [d, least] : dynamic_needs(g, g.nodes[node], sd.values))
+        if (d.value(syms) < least) return std::nullopt;
     std::vector<Tensor> outs;
     for (ValueId v : r.outputs) {
       outs.emplace_back(g.value(v).dtype, eval_shape(*sd.values[v], syms));

@@ -214,3 +214,9 @@ SG_LOWERING_SAMPLE(Pad, edge_and_crop) {
   const ValueId x = s.input(DType::f32, {n, 3});
   s.output(s.b.pad(x, s.b.ints({2, 1, 1, -1}), Attributes{{"mode", std::string("edge")}}));
 }
+
+// Reflect padding along a dim of n (the dynamic kernel needs that dim above both pads).
+SG_LOWERING_SAMPLE(Pad, reflect_rows) {
+  const ValueId x = s.input(DType::f32, {n + 2, 3});
+  s.output(s.b.pad(x, s.b.ints({2, 0, 1, 0}), Attributes{{"mode", std::string("reflect")}}));
+}

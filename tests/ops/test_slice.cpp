@@ -175,3 +175,11 @@ SG_LOWERING_SAMPLE(Slice, open_ended) {
   s.output(s.b.slice(x, s.b.ints({0}), s.b.ints({-2}), s.b.ints({1})));
   s.output(s.b.slice(x, s.b.ints({-1}), s.b.ints({kEnd}), s.b.ints({1})));
 }
+
+// Static lengths from a symbolic dim: the first 3 (needs the dim >= 3), the last 2 of it (>= 2).
+SG_LOWERING_SAMPLE(Slice, static_lengths) {
+  const ValueId x = s.input(DType::f32, {n + 1, 4});
+  s.output(s.b.slice(x, s.b.ints({0}), s.b.ints({3}), s.b.ints({0})));
+  s.output(
+      s.b.slice(x, s.b.ints({-2}), s.b.ints({std::numeric_limits<int64_t>::max()}), s.b.ints({0})));
+}
