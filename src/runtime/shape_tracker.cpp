@@ -161,7 +161,7 @@ void ShapeTracker::derive_by_rules(SymbolicDims& sd) const {
       }
     }
     const std::optional<SymShape> rule = def.symbolic_shape(g_, n, in);
-    const SymShape& seen = *sd.values[n.outputs[0]];
+    const SymShape seen = *sd.values[n.outputs[0]];  // (a copy: sd.values is replaced below)
     if (!rule || rule->size() != seen.size()) continue;
     for (size_t i = 0; i < seen.size(); ++i) {
       const SymDim e = (*rule)[i], o = (*sd.values[n.outputs[0]])[i];
