@@ -303,24 +303,23 @@ int main(int argc, char** argv) {
   }
   try {
     std::vector<Workload> workloads;
-    if (models) workloads = model_workloads(passes);
-    if (!models)
+    if (models) {
+      workloads = model_workloads(passes);
+    } else {
       workloads.push_back(
           encoder(SGRAPH_SOURCE_DIR "/examples/models/tiny_encoder_block/model.onnx"));
-    const std::string text = SGRAPH_TESTDATA_DIR "/synthetic/text_encoder";
-    if (models) {
-    } else if (std::filesystem::exists(text + "/model.onnx"))
-      workloads.push_back(text_encoder(text));
-    else
-      std::printf("skipped text_encoder: %s is missing\n", text.c_str());
-    const std::string mlp3 = SGRAPH_TESTDATA_DIR "/synthetic/mlp3/model.onnx";
-    if (models) {
-    } else if (std::filesystem::exists(mlp3)) {
-      workloads.push_back(mlp_epochs(mlp3));
-    } else {
-      std::printf("skipped mlp3: %s is missing\n", mlp3.c_str());
+      const std::string text = SGRAPH_TESTDATA_DIR "/synthetic/text_encoder";
+      if (std::filesystem::exists(text + "/model.onnx"))
+        workloads.push_back(text_encoder(text));
+      else
+        std::printf("skipped text_encoder: %s is missing\n", text.c_str());
+      const std::string mlp3 = SGRAPH_TESTDATA_DIR "/synthetic/mlp3/model.onnx";
+      if (std::filesystem::exists(mlp3))
+        workloads.push_back(mlp_epochs(mlp3));
+      else
+        std::printf("skipped mlp3: %s is missing\n", mlp3.c_str());
+      workloads.push_back(two_branches());
     }
-    if (!models) workloads.push_back(two_branches());
 
     SessionOptions base;
     base.threads = threads;

@@ -108,14 +108,17 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
                       [&](llvm::Module& m) { return KernelBuilder(g, r, value_shapes, m); });
 }
 
+// v's symbolic shape in `shapes`, nullptr where unknown.
+static const SymShape* sym_shape_of(const std::vector<std::optional<SymShape>>& shapes, ValueId v) {
+  return v >= 0 && static_cast<size_t>(v) < shapes.size() && shapes[v] ? &*shapes[v] : nullptr;
+}
+
 std::vector<std::pair<SymDim, int64_t>> dynamic_needs(
     const Graph& g, const Node& n, const std::vector<std::optional<SymShape>>& shapes) {
   std::vector<std::pair<SymDim, int64_t>> least;
   const ops::Lowering* l = ops::op_def(n.op).lowering;
   if (!l || !l->dynamic_needs || n.outputs.empty()) return least;
-  const auto shape_of = [&](ValueId v) -> const SymShape* {
-    return v >= 0 && static_cast<size_t>(v) < shapes.size() && shapes[v] ? &*shapes[v] : nullptr;
-  };
+  const auto shape_of = [&](ValueId v) { return sym_shape_of(shapes, v); };
   const SymShape* out = shape_of(n.outputs[0]);
   if (!out) return least;
   std::vector<const SymShape*> in;
@@ -133,9 +136,7 @@ bool takes_symbolic_dims(OpKind op) {
 
 std::string why_not_dynamic(const Graph& g, const Node& n,
                             const std::vector<std::optional<SymShape>>& shapes) {
-  const auto shape_of = [&](ValueId v) -> const SymShape* {
-    return v >= 0 && static_cast<size_t>(v) < shapes.size() && shapes[v] ? &*shapes[v] : nullptr;
-  };
+  const auto shape_of = [&](ValueId v) { return sym_shape_of(shapes, v); };
   for (ValueId v : n.inputs)
     if (v != kNoValue && !shape_of(v)) return "the rank of '" + g.values[v].name + "' changed";
   if (n.outputs.size() != 1 || !shape_of(n.outputs[0])) return "the rank of its output changed";

@@ -6,11 +6,9 @@ namespace sgraph::ops {
 namespace {
 
 llvm::Value* generate_expand(Emitter& e, const Node& n, const Index& idx) {
-  if (e.dynamic())
-    return e.element(n.inputs[0],
-                     e.broadcast_index(n, idx, e.dims(n.outputs[0]), e.dims(n.inputs[0])));
+  // (In a static region dims() are the current shapes, and this is the static broadcast.)
   return e.element(n.inputs[0],
-                   e.broadcast_index(n, idx, e.shape(n.outputs[0]), e.shape(n.inputs[0])));
+                   e.broadcast_index(n, idx, e.dims(n.outputs[0]), e.dims(n.inputs[0])));
 }
 
 // The input broadcasts to the output, and every symbolic output dim is the input's (a dim made

@@ -280,6 +280,14 @@ struct Session::Impl {
     for (ValueId v : r.inputs) p.input_sym.push_back(remap(v, true));
     for (int32_t n : r.nodes)
       for (ValueId v : graph.nodes[n].outputs) remap(v, false);
+    const auto require = [&](const SymDim& d, int64_t least) {  // d >= least, once per dim
+      const auto at = std::find_if(p.dim_checks.begin(), p.dim_checks.end(),
+                                   [&](const auto& c) { return c.first == d; });
+      if (at == p.dim_checks.end())
+        p.dim_checks.emplace_back(d, least);
+      else
+        at->second = std::max(at->second, least);
+    };
     for (const auto& [v, s] : p.planned_sym)
       for (size_t i = 0; i < s.size(); ++i) {
         if (!s[i].symbolic() || !p.why_interpreted.empty()) continue;
@@ -289,9 +297,7 @@ struct Session::Impl {
           const int64_t one[] = {x};
           if (SymDim{0, global.scale, global.offset, global.div}.value(one) == 0) least = 0;
         }
-        const auto same = [&](const auto& c) { return c.first == s[i]; };
-        if (std::none_of(p.dim_checks.begin(), p.dim_checks.end(), same))
-          p.dim_checks.emplace_back(s[i], least);
+        require(s[i], least);
       }
     // What the kernels need beyond that (a slice of static length from a symbolic dim).
     for (int32_t n : r.nodes)
@@ -303,12 +309,7 @@ struct Session::Impl {
           continue;
         }
         d.sym = k;
-        const auto same = [&](const auto& c) { return c.first == d; };
-        const auto at = std::find_if(p.dim_checks.begin(), p.dim_checks.end(), same);
-        if (at == p.dim_checks.end())
-          p.dim_checks.emplace_back(d, least);
-        else
-          at->second = std::max(at->second, least);
+        require(d, least);
       }
     for (ValueId v : r.outputs) {  // (in Region::outputs' order, the kernel's)
       const auto at = std::find_if(p.planned_sym.begin(), p.planned_sym.end(),
