@@ -162,10 +162,9 @@ inline Tensor random_of(DType t, const Shape& s, uint32_t seed, float lo, float 
   return out;
 }
 
-// The symbolic dims a ShapeTracker finds over warm-up runs of g on `feeds`.
-inline ShapeTracker::SymbolicDims symbolic_dims_of(const Graph& g,
-                                                   const std::vector<std::vector<Tensor>>& feeds) {
-  ShapeTracker st(g);
+// One warm-up run of g per feed, observed by `st`.
+inline void warm_up(const Graph& g, ShapeTracker& st,
+                    const std::vector<std::vector<Tensor>>& feeds) {
   Interpreter interp(g);
   OpObserver* obs[] = {&st};
   for (const auto& feed : feeds) {
@@ -173,6 +172,13 @@ inline ShapeTracker::SymbolicDims symbolic_dims_of(const Graph& g,
     interp.run(feed, obs);
     st.end_run();
   }
+}
+
+// The symbolic dims a ShapeTracker finds over warm-up runs of g on `feeds`.
+inline ShapeTracker::SymbolicDims symbolic_dims_of(const Graph& g,
+                                                   const std::vector<std::vector<Tensor>>& feeds) {
+  ShapeTracker st(g);
+  warm_up(g, st, feeds);
   return st.symbolic_dims();
 }
 
@@ -198,26 +204,46 @@ struct Dynamic {
   // Runs the kernel on `feeds` (binding the symbols from the inputs' shapes, passing the scratch
   // block the runtime would) and returns its outputs in graph-output order; nullopt when the
   // guard does not hold.
-  std::optional<std::vector<Tensor>> run(const std::vector<Tensor>& feeds, int threads = 1) {
-    REQUIRE_MESSAGE(compiled(c), c.why_not);
+  // Region input i's tensor: a constant, or its feed.
+  const Tensor& input(const std::vector<Tensor>& feeds, ValueId v) const {
+    const Tensor& t = g.value(v).initializer;
+    return t.defined()
+               ? t
+               : feeds.at(std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin());
+  }
+
+  // The symbols bound from the inputs' shapes as the guard binds them; nullopt where it does not
+  // hold.
+  std::optional<std::vector<int64_t>> bind(const std::vector<Tensor>& feeds) const {
     std::vector<int64_t> syms(sd.symbols.size(), 0);
     std::vector<bool> bound(sd.symbols.size(), false);
-    std::vector<void*> buffers;
     std::vector<const SymShape*> patterns;
     std::vector<const Shape*> actual;
     for (ValueId v : r.inputs) {
-      const Tensor* t = &g.value(v).initializer;
-      if (!t->defined())
-        t = &feeds.at(std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin());
       if (!sd.values[v]) return std::nullopt;
       patterns.push_back(&*sd.values[v]);
-      actual.push_back(&t->shape());
-      buffers.push_back(const_cast<void*>(t->raw_data()));
+      actual.push_back(&input(feeds, v).shape());
     }
     if (!bind_all(patterns, actual, syms, bound)) return std::nullopt;
-    for (int32_t node : r.nodes)  // what the kernels need beyond the guard (as the runtime's)
+    return syms;
+  }
+
+  // Whether what the kernels need beyond the guard (dynamic_needs) holds for `syms`, as the
+  // runtime checks it.
+  bool needs_hold(const std::vector<int64_t>& syms) const {
+    for (int32_t node : r.nodes)
       for (const auto& [d, least] : dynamic_needs(g, g.nodes[node], sd.values))
-        if (d.value(syms) < least) return std::nullopt;
+        if (d.value(syms) < least) return false;
+    return true;
+  }
+
+  std::optional<std::vector<Tensor>> run(const std::vector<Tensor>& feeds, int threads = 1) {
+    REQUIRE_MESSAGE(compiled(c), c.why_not);
+    const std::optional<std::vector<int64_t>> bound = bind(feeds);
+    if (!bound || !needs_hold(*bound)) return std::nullopt;
+    std::vector<int64_t> syms = *bound;
+    std::vector<void*> buffers;
+    for (ValueId v : r.inputs) buffers.push_back(const_cast<void*>(input(feeds, v).raw_data()));
     std::vector<Tensor> outs;
     for (ValueId v : r.outputs) {
       outs.emplace_back(g.value(v).dtype, eval_shape(*sd.values[v], syms));

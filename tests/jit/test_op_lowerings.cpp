@@ -315,20 +315,8 @@ std::string check_dynamic(const Build& f, bool fused) {
     // length k from a dim of n) is refused, as the runtime's guard refuses it; any other is run.
     const bool ran = d.run_and_check(b.feeds, 1, b.rtol, b.atol);
     if (!ran) {
-      bool needs = false;
-      std::vector<int64_t> syms(d.sd.symbols.size(), 0);
-      std::vector<bool> bound(d.sd.symbols.size(), false);
-      std::vector<const SymShape*> patterns;
-      std::vector<const Shape*> actual;
-      for (size_t i = 0; i < b.g.inputs.size(); ++i) {
-        patterns.push_back(&*d.sd.values[g.inputs[i]]);
-        actual.push_back(&b.feeds[i].shape());
-      }
-      if (bind_all(patterns, actual, syms, bound))
-        for (int32_t node : d.r.nodes)
-          for (const auto& [dim, least] : dynamic_needs(g, g.nodes[node], d.sd.values))
-            needs |= dim.value(syms) < least;
-      CHECK_MESSAGE(needs, "the guard refused n = " << n);
+      const std::optional<std::vector<int64_t>> syms = d.bind(b.feeds);
+      CHECK_MESSAGE((syms && !d.needs_hold(*syms)), "the guard refused n = " << n);
     }
     served += ran;
     if (n == 64) CHECK(d.run_and_check(b.feeds, /*threads=*/2, b.rtol, b.atol));

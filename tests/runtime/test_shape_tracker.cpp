@@ -1,9 +1,12 @@
 // ShapeTracker: which ops keep their shapes across warm-up runs, and when the others changed.
+#include "jit/region_test_util.h"  // (warm_up)
 #include "runtime/shape_tracker.h"
 #include "test_util.h"
 
 using namespace sgraph;
 using namespace sgraph::test;
+
+using sgraph::test::region::warm_up;
 
 namespace {
 int32_t node_named(const Graph& g, const std::string& name) {
@@ -11,17 +14,6 @@ int32_t node_named(const Graph& g, const std::string& name) {
     if (g.nodes[i].name == name) return static_cast<int32_t>(i);
   FAIL("no node named " << name);
   return -1;
-}
-
-// One warm-up run per feed, observed by `st`.
-void warm_up(const Graph& g, ShapeTracker& st, const std::vector<std::vector<Tensor>>& feeds) {
-  Interpreter interp(g);
-  OpObserver* obs[] = {&st};
-  for (const auto& feed : feeds) {
-    st.begin_run();
-    interp.run(feed, obs);
-    st.end_run();
-  }
 }
 
 // x [batch,4] -> MatMul(x, Transpose(wt)) -> Add bias -> Relu -> y. The Transpose only sees the
