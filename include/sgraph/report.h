@@ -47,6 +47,7 @@ struct RegionReport {
   // guard hit. Its outputs' blocks, grown to the largest shape seen: dynamic_bytes.
   bool dynamic = false;
   std::vector<std::string> symbols;
+  int stable_ops = 0;  // of a dynamic region: stable ops merged in (SessionOptions::merge_tiers)
   int64_t dynamic_bytes = 0;
   bool compiled = false;        // has a kernel
   std::string why_interpreted;  // when not compiled

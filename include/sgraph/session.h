@@ -53,6 +53,10 @@ struct SessionOptions {
   // regions, compiled once for every value of those symbols (see Report's RegionReport::dynamic).
   // False: changed ops are interpreted.
   bool dynamic = true;
+  // Merging tiers: a static region next to a dynamic one becomes part of it (one kernel, the
+  // stable ops' dims constants in it) where the merged region compiles as a dynamic one; the
+  // report still shows every op's stable/changed flag. False: the two tiers never share a kernel.
+  bool merge_tiers = false;
   int threads = 0;  // max threads per region kernel; 0 = hardware concurrency
   CompileMode mode = CompileMode::profile_guided;  // per_signature: no warm-up, no re-plans
 };

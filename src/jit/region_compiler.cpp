@@ -142,6 +142,10 @@ std::string why_not_dynamic(const Graph& g, const Node& n,
   if (n.outputs.size() != 1 || !shape_of(n.outputs[0])) return "the rank of its output changed";
   const ops::Lowering* l = ops::op_def(n.op).lowering;
   const SymShape& out = *shape_of(n.outputs[0]);
+  // A stable op merged into a dynamic region: its static lowering serves, dims all constants.
+  bool all_static = is_static(out);
+  for (ValueId v : n.inputs) all_static &= v == kNoValue || is_static(*shape_of(v));
+  if (all_static) return "";
   if (l && l->why_not_dynamic) {
     std::vector<const SymShape*> in;
     for (ValueId v : n.inputs) in.push_back(v == kNoValue ? nullptr : shape_of(v));

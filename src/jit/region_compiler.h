@@ -69,13 +69,14 @@ CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
 // is computed from them, static dims stay constants.
 
 // Why node n cannot be compiled in a dynamic region with the symbolic shapes `shapes` (per value
-// id; nullopt where unknown); "" when it can. An op whose lowering sets why_not_dynamic decides
-// itself; an elementwise op (no `generate` or `materialise` in its lowering) can when every operand
-// dim equals the output's dim (the same constant, or the same symbol and relation) or is the
-// constant 1 (a per-channel operand: [C] of static C, the output's dim 1), and every symbolic
-// output dim is some operand's: then numpy
-// broadcasting of any shapes matching the operands' patterns gives the output's pattern, so the
-// kernel's loops are those of the interpreter. Any other op cannot.
+// id; nullopt where unknown); "" when it can. A node whose shapes are all static can (a stable op
+// merged into a dynamic region: its static lowering serves). An op whose lowering sets
+// why_not_dynamic decides itself; an elementwise op (no `generate` or `materialise` in its
+// lowering) can when every operand dim equals the output's dim (the same constant, or the same
+// symbol and relation) or is the constant 1 (a per-channel operand: [C] of static C, the output's
+// dim 1), and every symbolic output dim is some operand's: then numpy broadcasting of any shapes
+// matching the operands' patterns gives the output's pattern, so the kernel's loops are those of
+// the interpreter. Any other op cannot.
 std::string why_not_dynamic(const Graph& g, const Node& n,
                             const std::vector<std::optional<SymShape>>& shapes);
 // The least values of dims node n's dynamic kernel needs beyond every symbolic dim being at least

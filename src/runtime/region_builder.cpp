@@ -60,15 +60,21 @@ class Clusters {
  public:
   // group_of[node] in [0, num_groups) gives the initial clusters, which must contract to a DAG;
   // only clusters of the same tier >= 0 merge (tier -1: none).
+  // accept(a_nodes, b_nodes), when given, must also agree to a merge (it then sees members).
+  using Accept = std::function<bool(const std::vector<int32_t>&, const std::vector<int32_t>&)>;
   Clusters(const Adjacency& node_succ, std::vector<int32_t> group_of, int32_t num_groups,
-           const std::vector<int8_t>& tier)
-      : node_succ_(node_succ), group_of_(std::move(group_of)), c_(num_groups) {
+           const std::vector<int8_t>& tier, Accept accept = nullptr)
+      : node_succ_(node_succ),
+        group_of_(std::move(group_of)),
+        c_(num_groups),
+        accept_(std::move(accept)) {
     parent_.resize(num_groups);
     std::iota(parent_.begin(), parent_.end(), 0);
     for (int32_t g = 0; g < num_groups; ++g) c_[g].tier = tier[g];
     for (size_t i = 0; i < node_succ.size(); ++i) {
       const int32_t a = group_of_[i];
       ++c_[a].size;
+      if (accept_) c_[a].nodes.push_back(static_cast<int32_t>(i));
       for (int32_t j : node_succ[i]) {
         const int32_t b = group_of_[j];
         if (a == b) continue;
@@ -114,6 +120,7 @@ class Clusters {
     int32_t rank = 0;                 // position in a topological order of the live clusters
     int32_t size = 0;                 // member nodes
     int8_t tier = -1;
+    std::vector<int32_t> nodes;  // sorted members (kept only for accept_)
   };
 
   int32_t find(int32_t c) {
@@ -170,6 +177,7 @@ class Clusters {
     const int32_t ra = c_[a].rank, rb = c_[b].rank;
     // Descendants of a ranked below b; b among them (other than directly) means a cycle.
     if (!search(a, b, &Cluster::succ, ra, rb, forward_)) return false;
+    if (accept_ && !accept_(c_[a].nodes, c_[b].nodes)) return false;
     // Ancestors of b ranked above a (disjoint from forward_, or b would be reachable).
     const bool apart = search(b, a, &Cluster::pred, ra, rb, backward_);
     SG_ASSERT(apart) << "region builder: inconsistent reachability";
@@ -188,6 +196,8 @@ class Clusters {
     for (int32_t p : cm.pred) replace_pair(c_[p].succ, a, b, m);
     cm.size = ca.size + cb.size;
     cm.tier = ca.tier;
+    std::merge(ca.nodes.begin(), ca.nodes.end(), cb.nodes.begin(), cb.nodes.end(),
+               std::back_inserter(cm.nodes));
     ca = Cluster{};
     cb = Cluster{};
 
@@ -211,6 +221,7 @@ class Clusters {
   std::vector<int32_t> group_of_;  // node -> initial cluster
   std::vector<Cluster> c_;         // merged clusters stay behind, empty
   std::vector<int32_t> parent_;    // union-find: a merged cluster points at its successor
+  Accept accept_;
   std::unordered_set<uint64_t> rejected_;
   std::vector<uint32_t> mark_;
   uint32_t epoch_ = 0;
@@ -312,6 +323,43 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
     }
   }
 
+  // Phase 3 (merging tiers): the regions of both tiers as clusters of one tier; a merge that
+  // mixes stable and changed nodes needs options.merge_tiers' consent.
+  if (options.merge_tiers) {
+    std::vector<int32_t> group_of(n, -1), group_of_cluster(2 * n, -1);  // ids < 2n
+    std::vector<int8_t> groups;
+    for (int32_t i = 0; i < n; ++i) {
+      if (eligible[i] && size[i] >= min_ops) {
+        int32_t& gid = group_of_cluster[cluster[i]];
+        if (gid < 0) {
+          gid = static_cast<int32_t>(groups.size());
+          groups.push_back(0);
+        }
+        group_of[i] = gid;
+      } else {
+        group_of[i] = static_cast<int32_t>(groups.size());
+        groups.push_back(-1);
+      }
+    }
+    const auto accept = [&](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+      const auto changed = [&](int32_t i) { return !stable[i]; };
+      const bool ca = std::any_of(a.begin(), a.end(), changed);
+      const bool cb = std::any_of(b.begin(), b.end(), changed);
+      const bool sa = !std::all_of(a.begin(), a.end(), changed);
+      const bool sb = !std::all_of(b.begin(), b.end(), changed);
+      if (!((ca || cb) && (sa || sb))) return true;  // one tier: legal as in phases 1 and 2
+      std::vector<int32_t> both;
+      std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+      return options.merge_tiers(g, both);
+    };
+    Clusters third(succ, group_of, static_cast<int32_t>(groups.size()), groups, accept);
+    third.merge_to_fixpoint();
+    for (int32_t i = 0; i < n; ++i) {
+      cluster[i] = third.cluster_of(i);
+      if (eligible[i] && size[i] >= min_ops) size[i] = third.size(cluster[i]);
+    }
+  }
+
   // Regions in order of their first node; reasons for the eligible nodes left out.
   std::vector<int32_t> region_of_cluster(2 * n, -1);  // cluster ids < 2n
   for (int32_t i = 0; i < n; ++i) {
@@ -325,10 +373,10 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
     if (r < 0) {
       r = static_cast<int32_t>(p.regions.size());
       p.regions.emplace_back();
-      p.regions.back().dynamic = tier[i] == 1;
     }
     p.region_of[i] = r;
     p.regions[r].nodes.push_back(i);
+    p.regions[r].dynamic |= !stable[i];
   }
 
   // Boundary values.
@@ -354,6 +402,30 @@ Partition build_regions(const Graph& g, const std::vector<bool>& stable,
     }
   }
   return p;
+}
+
+Region region_of_nodes(const Graph& g, const std::vector<int32_t>& nodes) {
+  Region r;
+  r.nodes = nodes;
+  std::vector<bool> member(g.nodes.size(), false);
+  for (int32_t i : nodes) member.at(static_cast<size_t>(i)) = true;
+  const auto inside = [&](ValueId v) {
+    const int32_t p = g.values[v].producer;
+    return p >= 0 && member[static_cast<size_t>(p)];
+  };
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    for (ValueId v : g.nodes[j].inputs) {
+      if (v == kNoValue) continue;
+      if (member[j] && !inside(v)) r.inputs.push_back(v);
+      if (!member[j] && inside(v)) r.outputs.push_back(v);
+    }
+  for (ValueId v : g.outputs)
+    if (inside(v)) r.outputs.push_back(v);
+  for (auto* ids : {&r.inputs, &r.outputs}) {
+    std::sort(ids->begin(), ids->end());
+    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+  }
+  return r;
 }
 
 }  // namespace sgraph

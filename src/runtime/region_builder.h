@@ -7,7 +7,8 @@
 //
 // A node is *eligible* when it is compilable (RegionOptions::compilable) and stable, or changed
 // and allowed in a dynamic region (RegionOptions::dynamic). A region is a set of eligible nodes of
-// one tier (all stable: a static region; all changed: a dynamic one) that
+// one tier (all stable: a static region; all changed: a dynamic one; with merge_tiers, a dynamic
+// region may hold stable ops too) that
 //   - is connected through data edges between its members (producer -> consumer, either way),
 //   - leaves the graph acyclic when contracted to one node, together with every other region
 //     (no path leaves a region and comes back),
@@ -45,6 +46,11 @@ struct RegionOptions {
   // changed nodes never share a region (the two tiers are partitioned together, so that the
   // regions of both leave the graph acyclic).
   std::function<bool(const Graph& g, int32_t node)> dynamic = nullptr;
+  // Merging tiers: once the regions of each tier are as large as the rules allow, a static region
+  // and an adjacent dynamic one (stable ops next to changed ones) become one dynamic region where
+  // this accepts the merged region's nodes (sorted) and no cycle forms; the stable ops' dims stay
+  // constants in its kernel. Empty: the tiers never mix.
+  std::function<bool(const Graph& g, const std::vector<int32_t>& nodes)> merge_tiers = nullptr;
 };
 
 // Why a node is in no region; `none` for nodes in one. A node both changed and not compilable
@@ -65,6 +71,9 @@ struct Partition {
   std::vector<int32_t> region_of;      // per node: index into regions, or -1
   std::vector<NoRegionReason> reason;  // per node
 };
+
+// The region of `nodes` (sorted) with its boundary values (see Region); dynamic false.
+Region region_of_nodes(const Graph& g, const std::vector<int32_t>& nodes);
 
 // Partitions `g` (topologically ordered; verified). `stable` holds one flag per node of g.nodes;
 // throws sgraph::Error when its size differs.

@@ -92,8 +92,12 @@ std::string Report::to_text() const {
     }
   if (!symbols.empty()) os << "\nsymbols: " << join(symbols) << "\n";
   for (const RegionReport& r : regions) {
-    os << "\nregion " << r.id << (r.dynamic ? " (dynamic: " + join(r.symbols) + ")" : "") << ": "
-       << r.nodes.size() << " ops, " << us(r.profiled_ns) << " us interpreted; ";
+    os << "\nregion " << r.id
+       << (r.dynamic
+               ? " (dynamic: " + join(r.symbols) +
+                     (r.stable_ops ? "; " + std::to_string(r.stable_ops) + " stable ops" : "") + ")"
+               : "")
+       << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns) << " us interpreted; ";
     if (r.cache_hit)
       os << "kernel from the cache (the same code)";
     else if (r.compiled)
@@ -160,6 +164,7 @@ nlohmann::ordered_json json_of(const Report& rep) {
                             {"profiled_ns", r.profiled_ns},
                             {"dynamic", r.dynamic},
                             {"symbols", r.symbols},
+                            {"stable_ops", r.stable_ops},
                             {"dynamic_bytes", r.dynamic_bytes},
                             {"compiled", r.compiled},
                             {"why_interpreted", r.why_interpreted},

@@ -182,8 +182,8 @@ struct Session::Impl {
   void plan() {
     const std::vector<bool> stable = tracker->stable();
     symbolic = tracker->symbolic_dims();
+    value_shapes = shapes_seen(*tracker);  // (the merge of tiers asks for value guards)
     partition = build_regions(graph, stable, region_options());
-    value_shapes = shapes_seen(*tracker);
     std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
     exec.reset();
     std::vector<RegionPlan> plans;
@@ -252,6 +252,18 @@ struct Session::Impl {
         not_dynamic[i] = any ? jit::why_not_dynamic(g, g.nodes[i], symbolic.values)
                              : "no dim changed during warm-up";
         return not_dynamic[i].empty();
+      };
+    // Merging tiers: one kernel for a static region and an adjacent dynamic one whenever the
+    // merged region is a dynamic region the JIT compiles (its stable ops' dims stay constants,
+    // so they lose no specialisation; one call and one guard fewer, values between the two stay
+    // in registers). Measured in bench/README.md ("Merging tiers").
+    if (ro.dynamic && options.merge_tiers)
+      ro.merge_tiers = [this](const Graph& g, const std::vector<int32_t>& nodes) {
+        Region r = region_of_nodes(g, nodes);
+        r.dynamic = true;
+        for (int32_t n : nodes)
+          if (!jit::why_not_dynamic(g, g.nodes[n], symbolic.values).empty()) return false;
+        return dynamic_shapes(r).why_interpreted.empty();
       };
     return ro;
   }
@@ -559,6 +571,8 @@ struct Session::Impl {
       o.outputs = names(node.outputs);
       rep.ops.push_back(std::move(o));
     }
+    const std::vector<bool> stable_now =
+        tracker ? tracker->stable() : std::vector<bool>(graph.nodes.size(), false);
     for (size_t r = 0; ex && r < ex->regions().size(); ++r) {
       const RegionPlan& plan = ex->regions()[r];
       RegionReport rr;
@@ -575,6 +589,8 @@ struct Session::Impl {
       rr.why_interpreted = plan.why_interpreted;
       rr.compiles = plan.compiles;
       rr.dynamic = plan.region.dynamic;
+      if (rr.dynamic)
+        for (int32_t n : plan.region.nodes) rr.stable_ops += stable_now[n];
       rr.symbols = plan.symbols;
       for (int64_t c : plan.out_capacity) rr.dynamic_bytes += c;
       if (!plan.scratch_sym.empty()) rr.dynamic_bytes += plan.scratch_capacity;

@@ -46,7 +46,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const uint32_t first_seed = fuzz_seed(kSeed);
   int failed = 0, failed_shape = 0, failed_with_cache_hits = 0, twins = 0, computed = 0;
   int64_t calls = 0, kernel_calls = 0, guard_misses = 0, replans = 0, compiled = 0, hits = 0;
-  int64_t dynamic = 0, dynamic_calls = 0;
+  int64_t dynamic = 0, dynamic_calls = 0, merged = 0;
   for (int gi = 0; gi < graphs; ++gi) {
     const uint32_t seed = first_seed + static_cast<uint32_t>(gi);
     ServeGen gen(seed);
@@ -77,6 +77,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                        .min_region_ops = gen.uniform(1, 2),
                        .max_guard_misses = gen.uniform(1, 4)};
     if (gen.chance(0.2)) opt.mode = CompileMode::per_signature;
+    opt.merge_tiers = gen.chance(0.5);  // static regions joining the dynamic ones next to them
     const bool per_signature = opt.mode == CompileMode::per_signature;
     std::string calls_str;
     for (size_t c = 0; c < order.size(); ++c)
@@ -118,6 +119,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                                << seed << " (graph " << gi << "), call " << c << " (" << phase
                                << ") at scenario " << order[c] << ": " << m.first << "\n"
                                << sizes_str(gen) << "; calls " << calls_str
+                               << (opt.merge_tiers ? "; tiers merged" : "")
                                << "; regions from the kernel cache: " << cache_hits << "\n"
                                << gen.graph.to_string() << rep.to_text());
       break;
@@ -131,6 +133,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
       hits += r.cache_hit;
       dynamic += r.dynamic && r.compiled;
       dynamic_calls += r.dynamic ? r.kernel_calls : 0;
+      merged += r.dynamic && r.compiled && r.stable_ops > 0;
     }
   }
   const double secs =
@@ -138,8 +141,9 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << twins << " twin chains, "
                  << computed << " computed shapes), " << calls << " calls: " << compiled
                  << " kernels compiled, " << hits << " regions from the cache, " << dynamic
-                 << " dynamic regions compiled (" << dynamic_calls << " calls), " << kernel_calls
-                 << " kernel calls, " << guard_misses << " guard misses, " << replans
-                 << " re-plans; " << failed << " failed (" << failed_shape << " on a shape, "
-                 << failed_with_cache_hits << " with cached kernels); " << secs << " s");
+                 << " dynamic regions compiled (" << dynamic_calls << " calls; " << merged
+                 << " with stable ops merged in), " << kernel_calls << " kernel calls, "
+                 << guard_misses << " guard misses, " << replans << " re-plans; " << failed
+                 << " failed (" << failed_shape << " on a shape, " << failed_with_cache_hits
+                 << " with cached kernels); " << secs << " s");
 }

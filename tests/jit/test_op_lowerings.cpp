@@ -79,6 +79,11 @@ bool check_lowering(const Graph& g, const LoweringSample& s) {
     else
       check_same(run.got[i], run.want[i]);
   }
+  // The same region as a dynamic kernel whose dims are all constants (warmed up at one shape):
+  // how stable ops merged into a dynamic region are compiled (SessionOptions::merge_tiers).
+  Dynamic d(g, {s.feeds});
+  CHECK_MESSAGE(compiled(d.c), "not compiled in a dynamic kernel: " << d.c.why_not);
+  if (compiled(d.c)) CHECK(d.run_and_check(s.feeds, 1, s.rtol, s.atol));
   return true;
 }
 

@@ -90,14 +90,17 @@ bool acyclic(const Edges& edges, const std::vector<int32_t>& label) {
 }
 
 // Every rule of region_builder.h, checked from its definition. Returns the first violation, or "".
+// With `merged` (both tiers eligible and merged where acyclic: RegionOptions::merge_tiers
+// accepting all), only the rules on regions themselves (members, connectivity, acyclicity,
+// boundaries, the dynamic flag): which nodes phase 3 leaves out follows the tiers' partitions.
 std::string violation(const Graph& g, const std::vector<bool>& stable, int min_ops,
-                      const Partition& p) {
+                      const Partition& p, bool merged = false) {
   std::ostringstream err;
   const int32_t n = static_cast<int32_t>(g.nodes.size());
   if (p.region_of.size() != g.nodes.size() || p.reason.size() != g.nodes.size())
     return "per-node vectors have the wrong size";
   std::vector<bool> eligible(n);
-  for (int32_t i = 0; i < n; ++i) eligible[i] = stable[i] && fusible(g.nodes[i].op);
+  for (int32_t i = 0; i < n; ++i) eligible[i] = (merged || stable[i]) && fusible(g.nodes[i].op);
   const Edges edges = node_edges(g);
   std::vector<std::vector<int32_t>> neighbours(n);
   for (auto [u, v] : edges) neighbours[u].push_back(v), neighbours[v].push_back(u);
@@ -157,6 +160,12 @@ std::string violation(const Graph& g, const std::vector<bool>& stable, int min_o
   std::vector<int32_t> all(n);
   for (int32_t i = 0; i < n; ++i) all[i] = label[i] >= 0 ? n + label[i] : i;
   if (!acyclic(edges, all)) return "the regions together form a cycle";
+  for (const Region& r : p.regions) {
+    bool changed = false;
+    for (int32_t i : r.nodes) changed |= !stable[i];
+    if (r.dynamic != changed) return "a region's dynamic flag is not whether a member changed";
+  }
+  if (merged) return "";
 
   // Reasons.
   for (int32_t i = 0; i < n; ++i) {
@@ -350,6 +359,33 @@ TEST_CASE("RegionBuilder: a changed op splits a chain in two") {
   CHECK(plan(b2.build(), 2, {false}).reason[0] == Reason::changed);
 }
 
+TEST_CASE("RegionBuilder: merging tiers joins a static region and a dynamic one if allowed") {
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {2, 3}), c = b.input("c", DType::f32, {3});
+  b.output(b.abs(b.exp(b.add(x, b.neg(b.relu(c))))), "y");
+  Graph g = b.build();
+  const std::vector<bool> stable = {true, true, false, false, false};
+  RegionOptions o{.dynamic = [](const Graph&, int32_t) { return true; }};
+  Partition p = build_regions(g, stable, o);
+  CHECK(regions_of(p) == std::vector<Nodes>{{0, 1}, {2, 3, 4}});
+  CHECK(!p.regions[0].dynamic);
+  CHECK(p.regions[1].dynamic);
+  std::vector<Nodes> asked;
+  o.merge_tiers = [&](const Graph&, const Nodes& nodes) {
+    asked.push_back(nodes);
+    return false;
+  };
+  CHECK(regions_of(build_regions(g, stable, o)) == std::vector<Nodes>{{0, 1}, {2, 3, 4}});
+  CHECK(asked == std::vector<Nodes>{{0, 1, 2, 3, 4}});
+  o.merge_tiers = [](const Graph&, const Nodes&) { return true; };
+  p = build_regions(g, stable, o);
+  CHECK(regions_of(p) == std::vector<Nodes>{{0, 1, 2, 3, 4}});
+  CHECK(p.regions[0].dynamic);
+  CHECK(p.regions[0].inputs == std::vector<ValueId>{x, c});
+  CHECK(region_of_nodes(g, p.regions[0].nodes).outputs == p.regions[0].outputs);
+  CHECK(region_of_nodes(g, {0, 1}).outputs == std::vector<ValueId>{g.nodes[1].outputs[0]});
+}
+
 TEST_CASE("RegionBuilder: A->B and A->C->B with C not compilable: A and B stay apart") {
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {1, 2, 4, 4});
@@ -511,6 +547,24 @@ TEST_CASE("RegionBuilder: random DAGs satisfy every rule (brute-force checker)")
     for (Reason r : p.reason) ++reasons[r];
   }
   MESSAGE(kCases << " cases, " << regions << " regions");
+  // Both tiers, merged wherever acyclic: the regions still obey the rules on regions.
+  int mixed = 0;
+  for (int t = 0; t < kCases / 4; ++t) {
+    const Case c = random_case(rng, 40);
+    const RegionOptions o{.min_region_ops = c.min_ops,
+                          .dynamic = [](const Graph&, int32_t) { return true; },
+                          .merge_tiers = [](const Graph&, const Nodes&) { return true; }};
+    const Partition p = build_regions(c.g, c.stable, o);
+    const std::string bad = violation(c.g, c.stable, c.min_ops, p, /*merged=*/true);
+    if (!bad.empty()) {
+      FAIL_CHECK("merged case " << t << ": " << bad << "\n" << describe(c.g, c.stable, c.min_ops));
+      break;
+    }
+    for (const Region& r : p.regions)
+      mixed += r.dynamic &&
+               std::any_of(r.nodes.begin(), r.nodes.end(), [&](int32_t i) { return c.stable[i]; });
+  }
+  CHECK(mixed > 0);
   // The cases exercise every outcome.
   CHECK(regions > kCases);
   for (Reason r : {Reason::none, Reason::changed, Reason::not_compilable, Reason::would_form_cycle,

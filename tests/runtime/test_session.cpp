@@ -283,6 +283,48 @@ TEST_CASE("Session: an occasional other shape falls back without losing the kern
   CHECK(s.report().replans == 1);
 }
 
+TEST_CASE("Session: merge_tiers makes a static region and the dynamic one next to it one kernel") {
+  // y = relu(x * exp(tanh(c)) + x): the ops on c[4] are stable, those on x[batch, 4] changed.
+  const auto graph = [] {
+    GraphBuilder b("tiers");
+    const ValueId x = b.input("x", DType::f32, {Dim("batch"), Dim("f")});
+    const ValueId v = b.exp(b.tanh(b.input("c", DType::f32, {Dim("k")})));
+    b.output(b.relu(b.add(b.mul(x, v), x)), "y");
+    return b.build();
+  };
+  Session ref(graph(), SessionOptions{.interpret_only = true});
+  for (bool merge : {false, true}) {
+    CAPTURE(merge);
+    SessionOptions o{.max_guard_misses = 100, .threads = 1};
+    o.merge_tiers = merge;
+    Session s(graph(), o);
+    const Tensor c = random_f32({4}, 3);
+    for (int64_t batch : {2, 3, 5}) s.run(std::vector<Tensor>{random_f32({batch, 4}, 1), c});
+    Report r = s.report();
+    REQUIRE(r.regions.size() == (merge ? 1u : 2u));
+    const RegionReport& dyn = r.regions.back();
+    CHECK(dyn.dynamic);
+    CHECK(dyn.compiled);
+    CHECK(dyn.stable_ops == (merge ? 2 : 0));
+    CHECK(dyn.nodes.size() == (merge ? 5u : 3u));
+    int calls = 0;
+    for (int64_t batch : {1, 7, 64, 2}) {
+      const std::vector<Tensor> in = {random_f32({batch, 4}, static_cast<uint32_t>(++calls)), c};
+      check_tensors_close(s.run(in)[0], ref.run(in)[0]);
+    }
+    // c's length was stable: c[1] misses the merged region's guard (or the static one's and the
+    // dynamic one's), x[3, 1] the dynamic part's static dim: interpreted, right.
+    const std::vector<Tensor> other = {random_f32({3, 1}, 9), random_f32({4}, 8)};
+    const std::vector<Tensor> bad = {random_f32({3, 4}, 9), random_f32({1}, 8)};
+    check_tensors_close(s.run(bad)[0], ref.run(bad)[0]);
+    check_tensors_close(s.run(other)[0], ref.run(other)[0]);
+    r = s.report();
+    CHECK(r.compilations == (merge ? 1 : 2));
+    CHECK(r.regions.back().kernel_calls == 4);
+    CHECK(r.guard_misses == (merge ? 2 : 3));
+  }
+}
+
 TEST_CASE("Session: a dynamic region re-plans once on a dim warm-up held static, amid hits") {
   // x [batch, f] -> Tanh -> *2 -> Sigmoid: warm-up varies the batch only, serving then sends f = 6
   // once in four calls (the rest hits): misses fewer than hits still make f a symbol, once.
