@@ -55,7 +55,10 @@ struct SessionOptions {
   bool dynamic = true;
   // Merging tiers: a static region next to a dynamic one becomes part of it (one kernel, the
   // stable ops' dims constants in it) where the merged region compiles as a dynamic one; the
-  // report still shows every op's stable/changed flag. False: the two tiers never share a kernel.
+  // report still shows every op's stable/changed flag. Off by default, by measurement
+  // (bench/bench_tiers.cpp, bench/README.md): one kernel saves a call and a guard (within noise
+  // of two kernels), but a stable value read by every row of the dynamic part is then recomputed
+  // per row (11x slower at 256 rows), since fused producers are recomputed at each use.
   bool merge_tiers = false;
   int threads = 0;  // max threads per region kernel; 0 = hardware concurrency
   CompileMode mode = CompileMode::profile_guided;  // per_signature: no warm-up, no re-plans

@@ -253,10 +253,9 @@ struct Session::Impl {
                              : "no dim changed during warm-up";
         return not_dynamic[i].empty();
       };
-    // Merging tiers: one kernel for a static region and an adjacent dynamic one whenever the
-    // merged region is a dynamic region the JIT compiles (its stable ops' dims stay constants,
-    // so they lose no specialisation; one call and one guard fewer, values between the two stay
-    // in registers). Measured in bench/README.md ("Merging tiers").
+    // Merging tiers (SessionOptions::merge_tiers): one kernel for a static region and an
+    // adjacent dynamic one where the merged region is a dynamic region the JIT compiles (its
+    // stable ops' dims stay constants, so they lose no specialisation).
     if (ro.dynamic && options.merge_tiers)
       ro.merge_tiers = [this](const Graph& g, const std::vector<int32_t>& nodes) {
         Region r = region_of_nodes(g, nodes);
