@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 
 #include "sgraph/onnx.h"
@@ -91,6 +92,17 @@ Shape parse_shape(const std::string& text, const std::string& what) {
     if (x == text.size()) return shape;
     start = x + 1;
   }
+}
+
+std::string tool_cache_dir(const Args& args) {
+  if (!args.all("--no-cache").empty()) return "";
+  if (std::vector<std::string> dir = args.all("--cache-dir"); !dir.empty()) return dir.back();
+  if (const char* env = std::getenv("SGRAPH_CACHE_DIR")) return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/sgraph";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/sgraph";
+  return "";
 }
 
 Graph load_model(const std::string& path) {

@@ -41,6 +41,10 @@ Args parse_args(std::string command, const std::vector<std::string>& argv,
 // "2x3x224x224" -> {2, 3, 224, 224}; "" is a scalar. Throws UsageError naming `what` otherwise.
 Shape parse_shape(const std::string& text, const std::string& what);
 
+// The disk cache directory for a command's sessions: --cache-dir DIR, none with --no-cache, else
+// $SGRAPH_CACHE_DIR when set ("" = none), else $XDG_CACHE_HOME/sgraph or ~/.cache/sgraph.
+std::string tool_cache_dir(const Args& args);
+
 // Loads an ONNX model: a .onnx file, or a test folder holding model.onnx.
 Graph load_model(const std::string& path);
 

@@ -37,7 +37,7 @@ void find_tests(const fs::path& dir, int depth, std::vector<fs::path>& out) {
 
 struct Tally {
   int models = 0, passed = 0, failed = 0;
-  int64_t kernel_calls = 0;
+  int64_t kernel_calls = 0, compilations = 0, disk_loads = 0;
 };
 
 void line(bool ok, const std::string& folder, const std::string& what, const std::string& detail,
@@ -66,6 +66,8 @@ void check_folder(const std::string& dir, Tolerance tol, const SessionOptions& o
     std::snprintf(errors, sizeof errors, "max_abs %.3g  max_rel %.3g  kernels %lld", r.max_abs,
                   r.max_rel, static_cast<long long>(r.kernel_calls));
     tally.kernel_calls += r.kernel_calls;
+    tally.compilations += r.compilations;
+    tally.disk_loads += r.disk_loads;
     const bool no_kernel = require_kernels && r.pass > 0 && r.ok && r.kernel_calls == 0;
     const std::string what =
         passes > 1 ? r.name + " (pass " + std::to_string(r.pass) + ")" : r.name;
@@ -86,6 +88,7 @@ int cmd_check(const Args& args) {
   SessionOptions options;
   options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
   options.jit = args.all("--no-jit").empty();
+  options.cache_dir = tool_cache_dir(args);
   const int passes = static_cast<int>(args.integer("--passes", 1, 1));
   const bool each = !args.all("--each").empty();
   const bool require_kernels = !args.all("--require-kernels").empty();
@@ -111,6 +114,9 @@ int cmd_check(const Args& args) {
       tally.models, tally.passed + tally.failed, tol.rtol, tol.atol, options.warmup_runs, passes,
       each ? "a session per data set, " : "", options.jit ? "on" : "off",
       static_cast<long long>(tally.kernel_calls), tally.passed, tally.failed);
+  std::printf("check: %lld kernels compiled, %lld loaded from the disk cache%s\n",
+              static_cast<long long>(tally.compilations), static_cast<long long>(tally.disk_loads),
+              options.cache_dir.empty() ? " (none)" : (" " + options.cache_dir).c_str());
   std::printf("%d passed, %d failed\n", tally.passed, tally.failed);
   return tally.failed == 0 && tally.passed > 0 ? 0 : 1;
 }

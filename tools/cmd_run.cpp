@@ -155,6 +155,7 @@ int cmd_run(const Args& args) {
   SessionOptions options;
   options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
   options.threads = static_cast<int>(args.integer("--threads", options.threads, 1));
+  options.cache_dir = tool_cache_dir(args);
   const bool report = !args.all("--report").empty();
   const std::vector<std::string> json = args.all("--json"), dot = args.all("--dot");
   const std::vector<std::string> bench = args.all("--bench-json");

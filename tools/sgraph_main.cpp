@@ -9,6 +9,7 @@
 //   sgraph train [--model mlp|cnn] [--epochs N] [--batch N] [--lr X] [--no-jit] ...
 //                                               the digits training demo
 //   sgraph version                              versions of sgraph and LLVM, and the host CPU
+// check and run take --cache-dir DIR / --no-cache (the disk kernel cache; see kUsage).
 #include <cstdio>
 #include <iostream>
 #include <new>
@@ -62,6 +63,10 @@ commands:
       compiled, which fell back to the interpreter, how often, and compile counts.
   version
       Versions of sgraph and LLVM, and the host CPU.
+
+check and run keep compiled kernels in a disk cache, so a second run of a model loads its
+kernels instead of compiling them: --cache-dir DIR, or $SGRAPH_CACHE_DIR, or by default
+$XDG_CACHE_HOME/sgraph (~/.cache/sgraph); --no-cache (or SGRAPH_CACHE_DIR="") turns it off.
   help
       This message.
 )";
@@ -88,12 +93,13 @@ struct Command {
 const Command kCommands[] = {
     {"check",
      cmd_check,
-     {"--rtol", "--atol", "--warmup", "--passes"},
-     {"--no-jit", "--each", "--require-kernels", "--report"}},
+     {"--rtol", "--atol", "--warmup", "--passes", "--cache-dir"},
+     {"--no-jit", "--each", "--require-kernels", "--report", "--no-cache"}},
     {"run",
      cmd_run,
-     {"--input", "--iters", "--warmup", "--threads", "--shapes", "--json", "--dot", "--bench-json"},
-     {"--report"}},
+     {"--input", "--iters", "--warmup", "--threads", "--shapes", "--json", "--dot", "--bench-json",
+      "--cache-dir"},
+     {"--report", "--no-cache"}},
     {"info", cmd_info, {}},
     {"demo", cmd_demo, {"--warmup"}},
     {"train",

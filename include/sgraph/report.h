@@ -53,6 +53,7 @@ struct RegionReport {
   std::string why_interpreted;  // when not compiled
   int compiles = 0;             // times this region was compiled
   bool cache_hit = false;       // its kernel is one compiled before, for the same code
+  bool disk_hit = false;        // its kernel was loaded from the disk cache (SessionOptions)
   double compile_ms = 0;
   int64_t kernel_calls = 0, guard_misses = 0;  // while serving
   int threads = 1;                             // threads its kernel's loop nests run on
@@ -70,6 +71,8 @@ struct Report {
   // of the latest call's signature.
   int compilations = 0;
   double compile_ms_total = 0;
+  int disk_loads = 0;  // kernels loaded from the disk cache (not compilations; their time is in
+                       // compile_ms_total)
   int signatures = 0;
   int replans = 0;   // re-plans after repeated guard misses
   size_t steps = 0;  // steps of the executable graph (ops outside regions + regions)

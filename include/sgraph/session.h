@@ -21,6 +21,7 @@
 // One thread at a time per Session.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +31,9 @@
 #include "sgraph/report.h"
 
 namespace sgraph {
+
+// $SGRAPH_CACHE_DIR, or "" when unset.
+std::string env_cache_dir();
 
 // How a Session compiles (unless SessionOptions::interpret_only): profile-guided (warm-up,
 // then regions of the ops whose shapes never changed), or the whole graph per input signature.
@@ -62,6 +66,13 @@ struct SessionOptions {
   bool merge_tiers = false;
   int threads = 0;  // max threads per region kernel; 0 = hardware concurrency
   CompileMode mode = CompileMode::profile_guided;  // per_signature: no warm-up, no re-plans
+  // The on-disk kernel cache: compiled kernels' object code is kept in this directory (made when
+  // missing) and loaded by any later Session or process that needs the same code, so a restarted
+  // service or another replica compiles nothing. Entries are keyed by the code, the CPU and the
+  // sgraph and LLVM builds; a corrupt or foreign entry is ignored and rewritten; replicas may share
+  // one directory. Default: $SGRAPH_CACHE_DIR, or no disk cache when it is unset or "".
+  std::string cache_dir = env_cache_dir();
+  int64_t cache_max_bytes = int64_t{256} << 20;  // least recently used entries removed beyond it
 };
 
 struct OpTime {

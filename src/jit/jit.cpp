@@ -9,9 +9,11 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <chrono>
 #include <mutex>
 #include <string_view>
 
@@ -41,6 +43,9 @@ struct Jit::Impl {
   VectorMath vector_math;
   std::mutex mu;  // guards everything below and compilation
   KernelCache cache;
+  std::string build;  // KernelCache::build_identity()
+  std::unique_ptr<DiskCache> disk;
+  ObjectSink objects;  // the object of the module compiled last
   uint64_t next_code = 1;
   bool keep_ir = false;
   bool perf_map = false;          // SGRAPH_PERF_MAP=1
@@ -48,7 +53,7 @@ struct Jit::Impl {
   std::string last_ir, last_asm;
 };
 
-std::unique_ptr<Jit> Jit::create() {
+std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
   static std::once_flag init;
   std::call_once(init, [] {
     llvm::InitializeNativeTarget();
@@ -58,9 +63,15 @@ std::unique_ptr<Jit> Jit::create() {
   auto jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);  // (see optimise())
   impl->tm = take(jtmb.createTargetMachine(), "creating the target machine");
-  impl->lljit =
-      take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating the JIT");
+  impl->lljit = take(llvm::orc::LLJITBuilder()
+                         .setJITTargetMachineBuilder(jtmb)
+                         .setCompileFunctionCreator(impl->objects.compiler())
+                         .create(),
+                     "creating the JIT");
   impl->perf_map = add_perf_map(*impl->lljit);
+  // (With the perf map, local functions are exported: other code, so another key.)
+  impl->build = KernelCache::build_identity() + (impl->perf_map ? ", perf map" : "");
+  if (!disk.dir.empty()) impl->disk = std::make_unique<DiskCache>(disk.dir, disk.max_bytes);
   impl->streaming_stores = impl->tm->getTargetTriple().isX86();
   llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
   const char prefix = impl->lljit->getDataLayout().getGlobalPrefix();
@@ -89,32 +100,83 @@ Jit::Jit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Jit::~Jit() = default;
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Adds code (a module or an object) under a tracker of its own with `add`, then looks `name` up;
+// on failure removes the tracker (a failed kernel's symbols stay broken until then).
+template <class Add>
+llvm::Expected<KernelFn> link(llvm::orc::LLJIT& lljit, const std::string& name,
+                              llvm::orc::ResourceTrackerSP& rt, const Add& add) {
+  rt = lljit.getMainJITDylib().createResourceTracker();
+  llvm::Error added = add(rt);
+  llvm::Expected<llvm::orc::ExecutorAddr> addr =
+      added ? llvm::Expected<llvm::orc::ExecutorAddr>(std::move(added)) : lljit.lookup(name);
+  if (addr) return addr->toPtr<KernelFn>();
+  llvm::consumeError(rt->remove());
+  return addr.takeError();
+}
+
+}  // namespace
+
 Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
                      const std::string& name, Reuse reuse) {
   // Owned together at once, so the module is always destroyed before its context.
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
   std::lock_guard lock(impl_->mu);
   Impl& j = *impl_;
+  const auto start = Clock::now();
   llvm::Module& m = *tsm.getModuleUnlocked();
   m.setTargetTriple(j.lljit->getTargetTriple().str());
   m.setDataLayout(j.lljit->getDataLayout());
   std::string problems;
   llvm::raw_string_ostream os(problems);
   SG_CHECK(!llvm::verifyModule(m, &os)) << "JIT: kernel '" << name << "' is invalid: " << problems;
+  // 1. The same code compiled before, in this process.
   std::string key;
   if (reuse == Reuse::same_code) {
-    key = KernelCache::key_of(m, *j.tm);
+    key = KernelCache::key_of(m, *j.tm, j.build);
     if (Kernel same; j.cache.find(key, same)) return same;
   }
-  // The JIT's names: `name` and everything named after it get this code's number.
-  const std::string unique = name + "_" + std::to_string(j.next_code++);
+  // The JIT's names: `name` and everything named after it get this code's number, or, for code
+  // the disk cache may hold, its key (so an object from the cache defines the name looked up).
+  const bool disk = j.disk && reuse == Reuse::same_code && !j.keep_ir && debug_level() < 3;
+  const std::string unique =
+      disk ? name + "_k" + key.substr(0, 16) : name + "_" + std::to_string(j.next_code++);
+  llvm::orc::ResourceTrackerSP rt;
+  // 2. Compiled by an earlier process: its object, from the disk cache.
+  if (disk)
+    if (std::optional<DiskCache::Entry> e = j.disk->load(key); e && e->symbol == unique) {
+      llvm::Expected<KernelFn> fn = link(*j.lljit, unique, rt, [&](auto& tracker) {
+        return j.lljit->addObjectFile(tracker,
+                                      llvm::MemoryBuffer::getMemBufferCopy(e->object, unique));
+      });
+      if (fn) {
+        SG_LOG(2) << "JIT: " << unique << ": loaded from the disk cache in " << ms_since(start)
+                  << " ms (" << e->object.size() << " bytes)";
+        Kernel k = j.cache.insert(std::move(rt), *fn, key);
+        k.from_disk = true;
+        return k;
+      }
+      SG_LOG(1) << "kernel cache: the entry for " << unique
+                << " did not link, compiling it: " << llvm::toString(fn.takeError());
+    }
+  // 3. Compiled now.
   const auto rename = [&](llvm::GlobalValue& gv) {
     if (!gv.isDeclaration() && gv.getName().starts_with(name))
       gv.setName(unique + gv.getName().substr(name.size()).str());
   };
   for (llvm::Function& f : m) rename(f);
   for (llvm::GlobalVariable& gv : m.globals()) rename(gv);
+  const size_t emitted = m.getInstructionCount();
+  const auto optimising = Clock::now();
   optimise(m, *j.tm, j.vector_math.tlii);
+  const double optimise_ms = ms_since(optimising);
+  const size_t optimised = m.getInstructionCount();
   if (j.streaming_stores) stream_stores(m);
   if (j.perf_map) export_local_functions(m);
   if (j.keep_ir || debug_level() >= 3) {
@@ -126,16 +188,17 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
               << j.last_ir << "kernel " << unique << ", assembly:\n"
               << j.last_asm;
   }
-  llvm::orc::ResourceTrackerSP rt = j.lljit->getMainJITDylib().createResourceTracker();
-  llvm::Error added = j.lljit->addIRModule(rt, std::move(tsm));
-  llvm::Expected<llvm::orc::ExecutorAddr> addr =
-      added ? llvm::Expected<llvm::orc::ExecutorAddr>(std::move(added)) : j.lljit->lookup(unique);
-  if (!addr) {
-    llvm::Error err = addr.takeError();
-    llvm::consumeError(rt->remove());  // a failed kernel's symbols stay broken until removed
-    check(std::move(err), "compiling kernel '" + unique + "'");
-  }
-  return j.cache.insert(std::move(rt), addr->toPtr<KernelFn>(), std::move(key));
+  const auto generating = Clock::now();
+  j.objects.last.clear();
+  llvm::Expected<KernelFn> fn = link(*j.lljit, unique, rt, [&](auto& tracker) {
+    return j.lljit->addIRModule(tracker, std::move(tsm));
+  });
+  check(fn.takeError(), "compiling kernel '" + unique + "'");
+  if (disk && !j.objects.last.empty()) j.disk->store(key, unique, j.objects.last);
+  SG_LOG(2) << "JIT: " << unique << ": " << emitted << " IR instructions emitted, " << optimised
+            << " optimised; optimise " << optimise_ms << " ms, code generation and linking "
+            << ms_since(generating) << " ms";
+  return j.cache.insert(std::move(rt), *fn, std::move(key));
 }
 
 void Jit::remove(uint64_t handle) {

@@ -16,6 +16,9 @@
 // JIT's: every function and global whose name starts with `name` gets a per-kernel suffix, so
 // callers need not make names unique.
 //
+// With a disk cache (DiskCacheOptions), a module whose code was compiled by an earlier process
+// is not compiled again: its object is loaded and linked (~0.1 ms against tens of ms).
+//
 // add() verifies the module, optimises it (new pass manager, O1 with the loop and SLP vectorisers
 // on, the host's TargetMachine) with glibc's libmvec vector math registered, so loops calling
 // expf/logf/tanhf/erff/powf/... become 16-wide (AVX-512) or 8-wide (AVX2) calls, compiles it with
@@ -51,9 +54,19 @@ inline constexpr const char* kStreamMetadata = "sgraph.stream";
 // sgraph_parallel_for (jit/parallel.h).
 using KernelFn = void (*)(void* const* buffers, const int64_t* dims, void* ctx);
 
+// The on-disk kernel cache: compiled object code in `dir`, shared by every process using it (see
+// disk_cache.cpp), so a second process loads its kernels instead of compiling them. Entries are
+// keyed like the in-memory cache (the code, the target CPU and features, sgraph's build and LLVM's
+// version); a truncated, corrupt or foreign entry is ignored and rewritten. At most `max_bytes`
+// of entries are kept, the least recently used removed first. dir "": no disk cache.
+struct DiskCacheOptions {
+  std::string dir;
+  int64_t max_bytes = int64_t{256} << 20;
+};
+
 class Jit {
  public:
-  static std::unique_ptr<Jit> create();  // throws sgraph::Error
+  static std::unique_ptr<Jit> create(DiskCacheOptions disk = {});  // throws sgraph::Error
   ~Jit();
   Jit(const Jit&) = delete;
   Jit& operator=(const Jit&) = delete;
@@ -61,12 +74,14 @@ class Jit {
   struct Kernel {
     KernelFn fn = nullptr;
     uint64_t handle = 0;
-    bool reused = false;  // the same code was compiled before: this is that kernel
+    bool reused = false;     // the same code was compiled before: this is that kernel
+    bool from_disk = false;  // loaded from the disk cache, not compiled
   };
   enum class Reuse { same_code, never };
   // Optimises `module`, compiles it and returns the function `name` it defines — or, with
   // Reuse::same_code, the kernel of an earlier module with the same code and target (the module
-  // is then dropped unoptimised). Each returned kernel has a handle of its own. Throws
+  // is then dropped unoptimised), or that of the disk cache's entry for it (Reuse::never and
+  // keep_ir bypass the disk cache). Each returned kernel has a handle of its own. Throws
   // sgraph::Error when the module is invalid or fails to compile (the JIT stays usable).
   Kernel add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
              const std::string& name, Reuse reuse = Reuse::same_code);

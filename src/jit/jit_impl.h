@@ -4,11 +4,15 @@
 #pragma once
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/ObjectCache.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
 
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -16,9 +20,6 @@
 
 namespace llvm {
 class TargetMachine;
-namespace orc {
-class LLJIT;
-}  // namespace orc
 }  // namespace llvm
 
 namespace sgraph::jit {
@@ -43,7 +44,8 @@ struct VectorMath {
 // tlii for `tm`'s triple, with the libmvec variants of the ISAs `tm` has when `libmvec` (it was
 // loaded into the JIT).
 void init_vector_math(VectorMath& vm, const llvm::TargetMachine& tm, bool libmvec);
-// The new pass manager's O1 with both vectorisers on, for `tm`, with `tlii`'s library mappings.
+// The new pass manager's O1 with both vectorisers on and loop unrolling off, for `tm`, with
+// `tlii`'s library mappings.
 void optimise(llvm::Module& m, llvm::TargetMachine& tm, const llvm::TargetLibraryInfoImpl& tlii);
 
 // asm_dump.cpp. The module's machine code as assembly text, generated from a copy (the JIT
@@ -54,8 +56,13 @@ std::string assembly(const llvm::Module& m, llvm::TargetMachine& tm);
 // its code when it may be reused. Not thread-safe (Jit's mutex guards it).
 class KernelCache {
  public:
-  // What a kernel's behaviour depends on: its IR as emitted and the target it is compiled for.
-  static std::string key_of(const llvm::Module& m, const llvm::TargetMachine& tm);
+  // What a kernel's behaviour depends on: its IR as emitted, the target it is compiled for, and
+  // `build`: what else shapes the code (the compiler's identity, see build_identity()).
+  static std::string key_of(const llvm::Module& m, const llvm::TargetMachine& tm,
+                            const std::string& build);
+  // The library and LLVM that compile kernels: sgraph's and LLVM's versions and the size and time
+  // of the binary holding this code, so a rebuilt sgraph never loads another build's objects.
+  static std::string build_identity();
   // A new handle to the kernel compiled for `key`, if there is one.
   bool find(const std::string& key, Jit::Kernel& kernel);
   // Keeps a compiled module (under `key` unless it is empty) and returns a handle to it.
@@ -75,6 +82,42 @@ class KernelCache {
   std::unordered_map<uint64_t, std::shared_ptr<Code>> handles_;
   std::unordered_map<std::string, std::shared_ptr<Code>> by_key_;
   uint64_t next_handle_ = 1;
+};
+
+// disk_cache.cpp. Keeps the object code of the module compiled last, for the disk cache (the JIT
+// compiles one module at a time, under its mutex).
+class ObjectSink final : public llvm::ObjectCache {
+ public:
+  void notifyObjectCompiled(const llvm::Module*, llvm::MemoryBufferRef obj) override;
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module*) override { return nullptr; }
+  // The LLJIT compile function: the host's default compiler, reporting its objects here.
+  llvm::orc::LLJITBuilder::CompileFunctionCreator compiler();
+  std::string last;
+};
+
+// disk_cache.cpp. Compiled kernels' object code in a directory shared by processes, keyed by
+// KernelCache::key_of (see the file's comment for the format and its checks). Not thread-safe
+// (Jit's mutex guards it).
+class DiskCache {
+ public:
+  DiskCache(std::string dir, int64_t max_bytes);
+  struct Entry {
+    std::string symbol;  // the kernel's name in the object
+    std::string object;  // a relocatable object file
+  };
+  // The entry for `key` when there is a valid one (refreshing its time); nullopt otherwise.
+  std::optional<Entry> load(const std::string& key);
+  // Writes the entry atomically, then removes least recently used entries beyond the bound. A
+  // directory that cannot be written is reported once and then left alone.
+  void store(const std::string& key, const std::string& symbol, const std::string& object);
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path path_of(const std::string& key) const;
+  void evict();
+  std::string dir_;
+  int64_t max_bytes_;
+  bool unwritable_ = false;
 };
 
 }  // namespace sgraph::jit

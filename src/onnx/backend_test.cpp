@@ -108,11 +108,19 @@ void outside(const Report& rep, std::vector<std::string>& out) {
   for (const Report& sub : rep.subgraphs) outside(sub, out);
 }
 
-// Kernel calls of a report and of its subgraphs' (If branches) reports.
-int64_t all_kernel_calls(const Report& r) {
-  int64_t n = r.kernel_calls;
-  for (const Report& sub : r.subgraphs) n += all_kernel_calls(sub);
-  return n;
+// Kernel calls, compilations and disk loads of a report and of its subgraphs' (If branches).
+struct Counts {
+  int64_t kernel_calls = 0, compilations = 0, disk_loads = 0;
+};
+Counts all_counts(const Report& r) {
+  Counts c{r.kernel_calls, r.compilations, r.disk_loads};
+  for (const Report& sub : r.subgraphs) {
+    const Counts s = all_counts(sub);
+    c.kernel_calls += s.kernel_calls;
+    c.compilations += s.compilations;
+    c.disk_loads += s.disk_loads;
+  }
+  return c;
 }
 
 // Runs data set `ds` through `session` and compares with its references.
@@ -120,7 +128,7 @@ DataSetResult run_data_set(Session& session, const std::string& ds, Tolerance to
   DataSetResult r;
   r.name = fs::path(ds).filename().string();
   r.pass = pass;
-  const int64_t calls_before = all_kernel_calls(session.report());
+  const Counts before = all_counts(session.report());
   try {
     const std::vector<Tensor> want = load_outputs(ds);
     const std::vector<Tensor> got = session.run(load_inputs(ds));
@@ -140,7 +148,10 @@ DataSetResult run_data_set(Session& session, const std::string& ds, Tolerance to
     r.ok = false;
     r.error = e.what();
   }
-  r.kernel_calls = all_kernel_calls(session.report()) - calls_before;
+  const Counts after = all_counts(session.report());
+  r.kernel_calls = after.kernel_calls - before.kernel_calls;
+  r.compilations = after.compilations - before.compilations;
+  r.disk_loads = after.disk_loads - before.disk_loads;
   return r;
 }
 
@@ -186,9 +197,14 @@ std::vector<DataSetResult> run_backend_test(const Graph& graph, const std::strin
           results.push_back(std::move(r));
         }
       }
+      const Counts warm_up = all_counts(session.report());
       for (int pass = 1; warmed && pass <= passes; ++pass) {
         results.push_back(run_data_set(session, ds, tol, pass));
         outside(session.report(), results.back().outside);
+        if (pass == 1) {
+          results.back().compilations += warm_up.compilations;
+          results.back().disk_loads += warm_up.disk_loads;
+        }
       }
       if (report) *report = session.report();
     }

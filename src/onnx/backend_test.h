@@ -31,6 +31,9 @@ struct DataSetResult {
   std::string error;         // why it failed
   int pass = 1;              // which pass over the data sets (see run_backend_test)
   int64_t kernel_calls = 0;  // region kernels this data set's run called (0: all interpreted)
+  // Kernels compiled and kernels loaded from the disk cache for this data set's run (with a
+  // session per data set: also during its warm-up).
+  int64_t compilations = 0, disk_loads = 0;
   // With a session per data set: each op left out of every region, with why ("Gather: not
   // compilable: ..."), and each planned region that got no kernel, with why.
   std::vector<std::string> outside;

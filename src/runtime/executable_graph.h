@@ -62,6 +62,7 @@ struct RegionPlan {
   std::shared_ptr<void> scratch;  // allocated on the first call, kept for the next ones
   int64_t scratch_capacity = 0;   // its bytes
   bool cache_hit = false;         // the kernel is one compiled before for the same code
+  bool disk_hit = false;          // the kernel was loaded from the disk cache
   int compiles = 0;               // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr

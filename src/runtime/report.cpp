@@ -100,6 +100,8 @@ std::string Report::to_text() const {
        << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns) << " us interpreted; ";
     if (r.cache_hit)
       os << "kernel from the cache (the same code)";
+    else if (r.disk_hit)
+      os << "kernel loaded from the disk cache (" << r.compile_ms << " ms)";
     else if (r.compiled)
       os << "compiled " << r.compiles << "x (" << r.compile_ms << " ms)";
     else
@@ -128,6 +130,7 @@ nlohmann::ordered_json json_of(const Report& rep) {
   j["guard_misses"] = rep.guard_misses;
   j["compilations"] = rep.compilations;
   j["compile_ms_total"] = rep.compile_ms_total;
+  j["disk_loads"] = rep.disk_loads;
   j["signatures"] = rep.signatures;
   j["memory"] = {{"arena_buffers", rep.arena_buffers},
                  {"arena_bytes", rep.arena_bytes},
@@ -170,6 +173,7 @@ nlohmann::ordered_json json_of(const Report& rep) {
                             {"why_interpreted", r.why_interpreted},
                             {"compiles", r.compiles},
                             {"cache_hit", r.cache_hit},
+                            {"disk_hit", r.disk_hit},
                             {"compile_ms", r.compile_ms},
                             {"kernel_calls", r.kernel_calls},
                             {"guard_misses", r.guard_misses},

@@ -5,6 +5,7 @@
 #include "sgraph/session.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "ir/debug.h"
@@ -418,7 +419,7 @@ struct Session::Impl {
       return;
     }
     try {
-      if (!jit) jit = jit::Jit::create();
+      if (!jit) jit = jit::Jit::create({options.cache_dir, options.cache_max_bytes});
       jit::CompiledRegion c = compile_it(*jit);
       if (c.kernel.fn == nullptr) {
         p.why_interpreted = c.why_not;
@@ -430,8 +431,13 @@ struct Session::Impl {
       p.cache_hit = c.kernel.reused;
       if (p.cache_hit) return;
       p.compile_ms += c.compile_ms;
-      ++p.compiles;
       compile_ms_total += c.compile_ms;
+      if (c.kernel.from_disk) {
+        p.disk_hit = true;
+        ++disk_loads;
+        return;
+      }
+      ++p.compiles;
       ++compilations;
     } catch (const Error& e) {
       p.why_interpreted = e.what();
@@ -504,6 +510,7 @@ struct Session::Impl {
     rep.steps = ex ? ex->num_steps() : graph.nodes.size();
     rep.compilations = compilations;
     rep.compile_ms_total = compile_ms_total;
+    rep.disk_loads = disk_loads;
     rep.signatures = static_cast<int>(signatures.size());
     rep.kernel_calls = dropped_calls;
     rep.guard_misses = dropped_misses;
@@ -595,6 +602,7 @@ struct Session::Impl {
       if (!plan.scratch_sym.empty()) rr.dynamic_bytes += plan.scratch_capacity;
       rep.dynamic_bytes += rr.dynamic_bytes;
       rr.cache_hit = plan.cache_hit;
+      rr.disk_hit = plan.disk_hit;
       rr.compile_ms = plan.compile_ms;
       rr.kernel_calls = plan.kernel_calls;
       rr.guard_misses = plan.guard_misses;
@@ -627,10 +635,16 @@ struct Session::Impl {
   int64_t dropped_calls = 0, dropped_misses = 0;  // counters of regions re-planned away
   int compilations = 0;                           // kernels compiled, in either mode
   double compile_ms_total = 0;
+  int disk_loads = 0;
   std::map<std::vector<Shape>, SignaturePlan> signatures;  // per_signature: plans by input shapes
   SignaturePlan* current = nullptr;                        // per_signature: the latest call's
   std::vector<OpTime> times;
 };
+
+std::string env_cache_dir() {
+  const char* dir = std::getenv("SGRAPH_CACHE_DIR");
+  return dir ? dir : "";
+}
 
 Session::Session(Graph graph, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(graph), options)) {}

@@ -1,0 +1,238 @@
+// The on-disk kernel cache (DiskCacheOptions, SessionOptions::cache_dir): a second JIT (as a second
+// process would) loads what the first compiled and computes the same; damaged, foreign and renamed
+// entries are ignored and rewritten; an unwritable directory only costs the caching; the directory
+// stays within its bound, least recently used first; JITs sharing a directory concurrently.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "jit/region_test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::jit;
+using namespace sgraph::test::region;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory, removed at the end of the test.
+struct TempDir {
+  TempDir() {
+    static std::atomic<int> n{0};
+    path = fs::temp_directory_path() /
+           ("sgraph_disk_cache_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path path;
+};
+
+// A small elementwise graph; `k` changes its code (a constant), so each k is another kernel.
+Graph graph_of(float k) {
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {3, 37});
+  ValueId c = b.constant("c", Tensor::from<float>({1}, {k}));
+  b.output(b.add(b.mul(b.tanh(x), c), x), "y");
+  return b.build();
+}
+
+std::vector<Tensor> feeds() { return {random_of(DType::f32, {3, 37}, 7, -2, 2)}; }
+
+// Compiles graph_of(k) under a fixed name (so the same k is the same code), runs it, checks it
+// against the interpreter, and says whether the kernel came from the disk cache.
+bool run_checked(Jit& jit, float k) {
+  const RegionRun run = run_region(graph_of(k), feeds(), jit, 1, "cached_region");
+  for (size_t i = 0; i < run.got.size(); ++i)
+    test::check_tensors_close(run.got[i], run.want[i], 1e-5, 1e-6);
+  return run.compiled.kernel.from_disk;
+}
+
+std::vector<fs::path> entries(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".sgk") out.push_back(e.path());
+  return out;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+}  // namespace
+
+TEST_CASE("JIT disk cache: a second JIT loads the kernel instead of compiling it") {
+  TempDir dir;
+  {
+    auto jit = Jit::create({dir.path.string()});
+    CHECK_FALSE(run_checked(*jit, 2.0f));
+  }
+  REQUIRE(entries(dir.path).size() == 1);
+  auto jit = Jit::create({dir.path.string()});
+  CHECK(run_checked(*jit, 2.0f));        // loaded, and it computes what the interpreter does
+  CHECK_FALSE(run_checked(*jit, 3.0f));  // other code: compiled, and cached too
+  CHECK(entries(dir.path).size() == 2);
+  auto no_cache = Jit::create();
+  CHECK_FALSE(run_checked(*no_cache, 2.0f));
+}
+
+TEST_CASE("JIT disk cache: damaged, foreign and renamed entries are ignored and rewritten") {
+  TempDir dir;
+  {
+    auto jit = Jit::create({dir.path.string()});
+    run_checked(*jit, 2.0f);
+  }
+  {
+    TempDir other;  // another kernel's entry, to rename over this one's
+    auto jit = Jit::create({other.path.string()});
+    run_checked(*jit, 5.0f);
+    REQUIRE(entries(other.path).size() == 1);
+    fs::copy_file(entries(other.path)[0], dir.path / "other.bin");
+  }
+  REQUIRE(entries(dir.path).size() == 1);
+  const fs::path entry = entries(dir.path)[0];
+  const std::string good = read_file(entry);
+  const std::string foreign = read_file(dir.path / "other.bin");
+  std::string flipped = good;
+  flipped[flipped.size() - 40] ^= 0x5a;  // a byte of the object
+  std::string header_only = good.substr(0, good.find('\n', good.find('\n') + 1) + 1);
+  const std::vector<std::pair<const char*, std::string>> damages = {
+      {"a flipped byte in the object", flipped},
+      {"truncated to half", good.substr(0, good.size() / 2)},
+      {"truncated after the key", header_only},
+      {"one byte appended", good + "x"},
+      {"empty", ""},
+      {"not an entry", std::string(4096, '\x7f')},
+      {"another kernel's entry renamed to this key", foreign},
+  };
+  for (const auto& [what, bytes] : damages) {
+    INFO(what);
+    write_file(entry, bytes);
+    auto jit = Jit::create({dir.path.string()});
+    CHECK_FALSE(run_checked(*jit, 2.0f));  // ignored: compiled, correct
+    CHECK(read_file(entry) == good);       // and rewritten
+    auto again = Jit::create({dir.path.string()});
+    CHECK(run_checked(*again, 2.0f));
+  }
+}
+
+TEST_CASE("JIT disk cache: a directory that cannot be written costs only the caching") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  write_file(dir.path / "file", "not a directory");
+  auto jit = Jit::create({(dir.path / "file" / "cache").string()});
+  CHECK_FALSE(run_checked(*jit, 2.0f));
+  CHECK_FALSE(run_checked(*jit, 3.0f));
+  auto again = Jit::create({(dir.path / "file" / "cache").string()});
+  CHECK_FALSE(run_checked(*again, 2.0f));
+}
+
+TEST_CASE("JIT disk cache: the least recently used entries go beyond the bound") {
+  TempDir probe;
+  int64_t entry_bytes = 0;
+  {
+    auto jit = Jit::create({probe.path.string()});
+    run_checked(*jit, 2.0f);
+    entry_bytes = static_cast<int64_t>(fs::file_size(entries(probe.path).at(0)));
+  }
+  // Room for two entries (the kernels differ only in a constant, so in size by a few bytes).
+  TempDir dir;
+  const DiskCacheOptions two{dir.path.string(), 2 * entry_bytes + entry_bytes / 2};
+  // Which kernels the directory holds, each probed in a copy of it (a miss writes an entry).
+  const auto kernels_cached = [&] {
+    std::set<float> ks;
+    for (float k : {2.0f, 3.0f, 4.0f, 6.0f}) {
+      TempDir copy;
+      fs::copy(dir.path, copy.path);
+      auto jit = Jit::create({copy.path.string()});
+      if (run_checked(*jit, k)) ks.insert(k);
+    }
+    return ks;
+  };
+  const auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+  for (float k : {2.0f, 3.0f, 4.0f}) {
+    auto jit = Jit::create(two);
+    run_checked(*jit, k);
+    pause();
+  }
+  CHECK(entries(dir.path).size() == 2);
+  CHECK(kernels_cached() == std::set<float>{3.0f, 4.0f});  // 2 was the oldest
+  pause();
+  {
+    auto jit = Jit::create(two);
+    CHECK(run_checked(*jit, 3.0f));  // a hit makes 3 the most recently used
+  }
+  pause();
+  {
+    auto jit = Jit::create(two);
+    CHECK_FALSE(run_checked(*jit, 6.0f));
+  }
+  CHECK(kernels_cached() == std::set<float>{3.0f, 6.0f});  // 4 went, not 3
+}
+
+TEST_CASE("JIT disk cache: JITs filling one directory concurrently") {
+  TempDir dir;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        auto jit = Jit::create({dir.path.string()});
+        for (int i = 0; i < 6; ++i) run_checked(*jit, static_cast<float>((t + i) % 6));
+      } catch (...) {
+        ++failures;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == 0);
+  CHECK(entries(dir.path).size() == 6);
+  size_t leftovers = 0;  // no temporary file is left behind
+  for (const fs::directory_entry& e : fs::directory_iterator(dir.path))
+    leftovers += e.path().extension() != ".sgk";
+  CHECK(leftovers == 0);
+  auto jit = Jit::create({dir.path.string()});
+  for (int k = 0; k < 6; ++k) CHECK(run_checked(*jit, static_cast<float>(k)));
+}
+
+TEST_CASE("Session: a second Session with the same cache_dir compiles nothing") {
+  TempDir dir;
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {4, 64});
+  ValueId w = b.constant("w", random_of(DType::f32, {64, 16}, 3, -1, 1));
+  b.output(b.relu(b.add(b.matmul(b.tanh(x), w), b.constant("b", Tensor::from<float>({1}, {0.5f})))),
+           "y");
+  const Graph g = b.build();
+  const std::vector<Tensor> in = {random_of(DType::f32, {4, 64}, 11, -2, 2)};
+  SessionOptions o;
+  o.cache_dir = dir.path.string();
+  std::vector<Tensor> first;
+  {
+    Session s(g, o);
+    for (int i = 0; i < 4; ++i) first = s.run(in);
+    CHECK(s.report().compilations == 1);
+    CHECK(s.report().disk_loads == 0);
+  }
+  Session s(g, o);
+  std::vector<Tensor> second;
+  for (int i = 0; i < 4; ++i) second = s.run(in);
+  const Report r = s.report();
+  CHECK(r.compilations == 0);
+  CHECK(r.disk_loads == 1);
+  REQUIRE(r.regions.size() == 1);
+  CHECK(r.regions[0].disk_hit);
+  CHECK(r.regions[0].kernel_calls == 1);
+  check_same(second.at(0), first.at(0));
+  CHECK(test::contains(r.to_text(), "loaded from the disk cache"));
+}
