@@ -54,6 +54,8 @@ struct RegionReport {
   int compiles = 0;             // times this region was compiled
   bool cache_hit = false;       // its kernel is one compiled before, for the same code
   bool disk_hit = false;        // its kernel was loaded from the disk cache (SessionOptions)
+  bool compiling = false;       // its kernel is being compiled in the background
+  int active_from_call = 0;     // the Session call that first ran with its kernel (0: none yet)
   double compile_ms = 0;
   int64_t kernel_calls = 0, guard_misses = 0;  // while serving
   int threads = 1;                             // threads its kernel's loop nests run on

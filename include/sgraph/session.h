@@ -72,6 +72,14 @@ struct SessionOptions {
   // sgraph and LLVM builds; a corrupt or foreign entry is ignored and rewritten; replicas may share
   // one directory. Default: $SGRAPH_CACHE_DIR, or no disk cache when it is unset or "".
   std::string cache_dir = env_cache_dir();
+  // Background compilation (for services): planning still happens in the call that ends the
+  // warm-up (or re-plans), but the kernels are compiled on a thread of the Session's own while
+  // calls go on through the interpreter; each call first installs the kernels finished since the
+  // previous one (a call in flight finishes on what it started with). Results are the same either
+  // way; no call waits for the JIT. wait_compiled() blocks until all are installed. False: the
+  // call that plans compiles (deterministic: tests, benchmarks, tools). per_signature mode always
+  // compiles synchronously.
+  bool background_compile = false;
   int64_t cache_max_bytes = int64_t{256} << 20;  // least recently used entries removed beyond it
 };
 
@@ -108,6 +116,11 @@ class Session {
   bool planned() const;
   // Stability, regions and profile per op (regions only once planned).
   Report report() const;
+  // Background compilation: blocks until every kernel being compiled (in subgraphs' Sessions too)
+  // is finished, and installs them for the next call. Immediate otherwise.
+  void wait_compiled();
+  // True while a kernel is being compiled in the background or waits to be installed.
+  bool compiling() const;
 
  private:
   struct Impl;

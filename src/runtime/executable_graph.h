@@ -63,7 +63,11 @@ struct RegionPlan {
   int64_t scratch_capacity = 0;   // its bytes
   bool cache_hit = false;         // the kernel is one compiled before for the same code
   bool disk_hit = false;          // the kernel was loaded from the disk cache
-  int compiles = 0;               // how many times this region was compiled
+  // Background compilation (Session): the id of the job compiling its kernel (0: none), and the
+  // session call that first used the kernel installed then.
+  uint64_t compile_job = 0;
+  int active_from_call = 0;
+  int compiles = 0;  // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
   // Threads for the kernel's loop nests, from the region's profiled time, and why; ctx (made by

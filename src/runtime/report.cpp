@@ -98,7 +98,9 @@ std::string Report::to_text() const {
                      (r.stable_ops ? "; " + std::to_string(r.stable_ops) + " stable ops" : "") + ")"
                : "")
        << ": " << r.nodes.size() << " ops, " << us(r.profiled_ns) << " us interpreted; ";
-    if (r.cache_hit)
+    if (r.compiling)
+      os << "compiling in the background (interpreted meanwhile)";
+    else if (r.cache_hit)
       os << "kernel from the cache (the same code)";
     else if (r.disk_hit)
       os << "kernel loaded from the disk cache (" << r.compile_ms << " ms)";
@@ -106,6 +108,7 @@ std::string Report::to_text() const {
       os << "compiled " << r.compiles << "x (" << r.compile_ms << " ms)";
     else
       os << "interpreted (" << r.why_interpreted << ")";
+    if (r.active_from_call > 0) os << ", active from call " << r.active_from_call;
     os << "; " << r.kernel_calls << " kernel calls, " << r.guard_misses << " guard misses"
        << "\n  threads: " << r.threads << " (" << r.threads_why << ")"
        << "\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
@@ -174,6 +177,8 @@ nlohmann::ordered_json json_of(const Report& rep) {
                             {"compiles", r.compiles},
                             {"cache_hit", r.cache_hit},
                             {"disk_hit", r.disk_hit},
+                            {"compiling", r.compiling},
+                            {"active_from_call", r.active_from_call},
                             {"compile_ms", r.compile_ms},
                             {"kernel_calls", r.kernel_calls},
                             {"guard_misses", r.guard_misses},

@@ -12,6 +12,7 @@
 #include "jit/parallel.h"
 #include "jit/region_compiler.h"
 #include "ops/op.h"
+#include "runtime/background_compiler.h"
 #include "runtime/executable_graph.h"
 #include "runtime/interpreter.h"
 #include "runtime/op_profiler.h"
@@ -98,6 +99,7 @@ struct Session::Impl {
     times.clear();
     TimingObserver timing(times, *subgraphs);
     ++runs;
+    install_compiled(runs);
     if (options.interpret_only) {
       OpObserver* obs[] = {&timing};
       return interpreter->run(inputs, obs);
@@ -218,6 +220,13 @@ struct Session::Impl {
     }
     exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
                                              WarmupShapes{value_shapes, stable}, subgraphs.get());
+    for (RegionPlan& p : exec->regions())
+      if (p.fn != nullptr && p.active_from_call == 0) p.active_from_call = runs + 1;
+    if (background)  // jobs for regions re-planned away need not run
+      background->drop_unless([&](uint64_t id) {
+        return std::any_of(exec->regions().begin(), exec->regions().end(),
+                           [&](const RegionPlan& r) { return r.compile_job == id; });
+      });
     size_t n_stable = 0;
     for (bool s : stable) n_stable += s;
     SG_LOG(1) << "planned graph '" << graph.name << "': " << n_stable << " of " << stable.size()
@@ -345,9 +354,9 @@ struct Session::Impl {
     if (!p.why_interpreted.empty()) return;
     std::vector<std::optional<SymShape>> shapes(graph.values.size());
     for (const auto& [v, s] : p.planned_sym) shapes[v] = s;
-    compile(p, [&](jit::Jit& j) {
-      return jit::compile_dynamic_region(j, graph, p.region, shapes, p.symbols.size(),
-                                         "sg_dynamic");
+    compile(p, [this, region = p.region, shapes = std::move(shapes),
+                symbols = p.symbols.size()](jit::Jit& j) {
+      return jit::compile_dynamic_region(j, graph, region, shapes, symbols, "sg_dynamic");
     });
   }
 
@@ -379,8 +388,8 @@ struct Session::Impl {
     ValueGuards vg = value_guards(graph, r, shapes, values ? *values : tracker->small_values());
     if (vg.why_not.empty()) {
       p.value_guards = std::move(vg.guards);
-      compile(p, [&](jit::Jit& j) {
-        return jit::compile_region(j, graph, p.region, shapes, "sg_region", reuse);
+      compile(p, [this, region = p.region, shapes, reuse](jit::Jit& j) {
+        return jit::compile_region(j, graph, region, shapes, "sg_region", reuse);
       });
     } else {
       p.why_interpreted = vg.why_not;  // its shapes depend on values it cannot check
@@ -411,36 +420,76 @@ struct Session::Impl {
   // 4. compile: one fused kernel per region; a region the JIT cannot compile stays interpreted,
   // with the reason in the report. The JIT shares a kernel between regions whose emitted code is
   // the same (repeated layers, a re-planned region returning to a known form): the key is the
-  // code, so nothing the code depends on can be left out of it.
-  template <class Compile>
-  void compile(RegionPlan& p, const Compile& compile_it) {
+  // code, so nothing the code depends on can be left out of it. With background compilation the
+  // job goes to the compiler thread (it owns copies of what it reads, but the graph and the JIT),
+  // and the region is interpreted until a call installs its kernel (install_compiled).
+  using CompileJob = std::function<jit::CompiledRegion(jit::Jit&)>;
+  void compile(RegionPlan& p, CompileJob compile_it) {
     if (!options.jit) {
       p.why_interpreted = "JIT disabled";
       return;
     }
     try {
       if (!jit) jit = jit::Jit::create({options.cache_dir, options.cache_max_bytes});
-      jit::CompiledRegion c = compile_it(*jit);
-      if (c.kernel.fn == nullptr) {
-        p.why_interpreted = c.why_not;
+      if (options.background_compile && options.mode == CompileMode::profile_guided) {
+        if (!background) background = std::make_unique<BackgroundCompiler>();
+        p.compile_job = ++compile_jobs;
+        background->submit(p.compile_job,
+                           [j = jit.get(), f = std::move(compile_it)] { return f(*j); });
         return;
       }
-      p.fn = c.kernel.fn;
-      p.scratch_bytes = c.scratch_bytes;
-      p.scratch_sym = std::move(c.scratch_sym);
-      p.cache_hit = c.kernel.reused;
-      if (p.cache_hit) return;
-      p.compile_ms += c.compile_ms;
-      compile_ms_total += c.compile_ms;
-      if (c.kernel.from_disk) {
-        p.disk_hit = true;
-        ++disk_loads;
-        return;
-      }
-      ++p.compiles;
-      ++compilations;
+      record(p, compile_it(*jit));
     } catch (const Error& e) {
       p.why_interpreted = e.what();
+    }
+  }
+
+  // A compiled region's kernel in its plan (and its resources once installed after the plan).
+  void record(RegionPlan& p, jit::CompiledRegion c) {
+    if (c.kernel.fn == nullptr) {
+      p.why_interpreted = c.why_not;
+      return;
+    }
+    p.fn = c.kernel.fn;
+    p.scratch_bytes = c.scratch_bytes;
+    p.scratch_sym = std::move(c.scratch_sym);
+    p.cache_hit = c.kernel.reused;
+    if (p.cache_hit) return;
+    p.compile_ms += c.compile_ms;
+    compile_ms_total += c.compile_ms;
+    if (c.kernel.from_disk) {
+      p.disk_hit = true;
+      ++disk_loads;
+      return;
+    }
+    ++p.compiles;
+    ++compilations;
+  }
+
+  // Background compilation: the kernels finished since the last call, installed in the plan
+  // between calls (`call`: the first call to use them). A kernel whose region was re-planned away
+  // meanwhile is dropped.
+  void install_compiled(int call) {
+    if (!background) return;
+    for (BackgroundCompiler::Done& d : background->take_done()) {
+      RegionPlan* p = nullptr;
+      if (exec)
+        for (RegionPlan& r : exec->regions())
+          if (r.compile_job == d.job) p = &r;
+      if (p == nullptr) {
+        if (d.compiled.kernel.fn != nullptr) jit->remove(d.compiled.kernel.handle);
+        continue;
+      }
+      p->compile_job = 0;
+      if (!d.error.empty()) {
+        p->why_interpreted = d.error;
+        continue;
+      }
+      record(*p, std::move(d.compiled));
+      plan_threads(*p, *profiler);
+      if (p->fn != nullptr) p->active_from_call = call;
+      SG_LOG(2) << "installed the kernel of a region of " << p->region.nodes.size()
+                << " ops for call " << call;
     }
   }
 
@@ -603,6 +652,8 @@ struct Session::Impl {
       rep.dynamic_bytes += rr.dynamic_bytes;
       rr.cache_hit = plan.cache_hit;
       rr.disk_hit = plan.disk_hit;
+      rr.compiling = plan.compile_job != 0;
+      rr.active_from_call = plan.active_from_call;
       rr.compile_ms = plan.compile_ms;
       rr.kernel_calls = plan.kernel_calls;
       rr.guard_misses = plan.guard_misses;
@@ -639,6 +690,9 @@ struct Session::Impl {
   std::map<std::vector<Shape>, SignaturePlan> signatures;  // per_signature: plans by input shapes
   SignaturePlan* current = nullptr;                        // per_signature: the latest call's
   std::vector<OpTime> times;
+  uint64_t compile_jobs = 0;  // background jobs submitted (their ids)
+  // Declared last, so destroyed first: its thread uses the graph and the JIT.
+  std::unique_ptr<BackgroundCompiler> background;
 };
 
 std::string env_cache_dir() {
@@ -677,6 +731,19 @@ const Graph& Session::graph() const { return impl_->graph; }
 const SessionOptions& Session::options() const { return impl_->options; }
 const std::vector<OpTime>& Session::last_op_times() const { return impl_->times; }
 bool Session::planned() const { return impl_->exec || impl_->current; }
+void Session::wait_compiled() {
+  if (impl_->background) {
+    impl_->background->wait_idle();
+    impl_->install_compiled(impl_->runs + 1);
+  }
+  impl_->subgraphs->wait_compiled();
+}
+bool Session::compiling() const {
+  return (impl_->background && impl_->background->busy()) ||
+         (impl_->exec && std::any_of(impl_->exec->regions().begin(), impl_->exec->regions().end(),
+                                     [](const RegionPlan& r) { return r.compile_job != 0; })) ||
+         impl_->subgraphs->compiling();
+}
 Report Session::report() const { return impl_->report(); }
 
 }  // namespace sgraph

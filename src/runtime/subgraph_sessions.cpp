@@ -32,6 +32,16 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
   return out;
 }
 
+void SubgraphSessions::wait_compiled() {
+  for (Entry& e : entries_) e.session->wait_compiled();
+}
+
+bool SubgraphSessions::compiling() const {
+  for (const Entry& e : entries_)
+    if (e.session->compiling()) return true;
+  return false;
+}
+
 std::vector<Report> SubgraphSessions::reports() const {
   std::vector<Report> out;
   for (const Entry& e : entries_) {

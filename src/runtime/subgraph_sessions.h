@@ -23,6 +23,9 @@ class SubgraphSessions final : public ops::SubgraphRunner {
   std::vector<Tensor> run(const Node& node, const Graph& g,
                           std::span<const Tensor> inputs) override;
 
+  // Session::wait_compiled() and Session::compiling() over every subgraph's Session.
+  void wait_compiled();
+  bool compiling() const;
   // One report per subgraph run so far, in first-use order, labelled "<node>/<attribute>".
   std::vector<Report> reports() const;
   // For the parent's per-op times: the interpreted ops run inside subgraphs since the last call
