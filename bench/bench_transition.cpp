@@ -1,0 +1,116 @@
+// Latency through the warm-up -> compile -> compiled transition: one model folder's data sets
+// served in a cycle by a fresh Session, every call timed, with the kernels compiled in the call
+// that ends the warm-up (synchronous) or on the Session's compile thread (background). Prints per
+// mode the latency percentiles over all calls, the slowest call and which it was, and the first
+// call that ran a kernel; every output is checked against an interpreter's.
+//   build/release/bench/sgraph_transition MODEL_DIR [--calls N] [--threads N]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sgraph/sgraph.h"
+
+namespace {
+using namespace sgraph;
+using Feed = std::vector<Tensor>;
+
+std::vector<Feed> data_sets(const std::filesystem::path& dir) {
+  std::vector<Feed> sets;
+  for (int k = 0;; ++k) {
+    const auto ds = dir / ("test_data_set_" + std::to_string(k));
+    if (!std::filesystem::is_directory(ds)) break;
+    Feed f;
+    for (int i = 0;; ++i) {
+      const auto pb = ds / ("input_" + std::to_string(i) + ".pb");
+      if (!std::filesystem::exists(pb)) break;
+      f.push_back(load_tensor_pb(pb.string()));
+    }
+    sets.push_back(std::move(f));
+  }
+  return sets;
+}
+
+double max_diff(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    for (int64_t j = 0; j < got[i].numel(); ++j) {
+      const double a = got[i].at_double(j), b = want[i].at_double(j);
+      const double d = std::abs(a - b) / (1e-4 + 1e-3 * std::abs(b));
+      worst = std::max(worst, std::isnan(d) ? (std::isnan(a) && std::isnan(b) ? 0.0 : 1e9) : d);
+    }
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: sgraph_transition MODEL_DIR [--calls N] [--threads N]\n");
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  int calls = 200, threads = 1;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--calls")) calls = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+  }
+  try {
+    const Graph g = load_onnx((dir / "model.onnx").string());
+    const std::vector<Feed> sets = data_sets(dir);
+    if (sets.empty()) throw Error(dir.string() + ": no test_data_set_0");
+    Session ref(g, SessionOptions{.interpret_only = true});
+    std::vector<std::vector<Tensor>> want;
+    for (const Feed& f : sets) want.push_back(ref.run(f));
+    std::printf("%s: %zu data sets in a cycle, %d calls, %d thread(s) per kernel\n\n",
+                dir.filename().c_str(), sets.size(), calls, threads);
+    std::printf(
+        "| compilation | p50 ms | p90 ms | p99 ms | max ms | slowest call | first kernel call | "
+        "calls with a kernel | worst error / tolerance "
+        "|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    int status = 0;
+    for (bool background : {false, true}) {
+      SessionOptions o;
+      o.threads = threads;
+      o.cache_dir = "";  // every kernel compiled
+      o.background_compile = background;
+      Session s(g, o);
+      std::vector<double> ms;
+      int first_kernel = 0, with_kernel = 0;
+      double worst = 0;
+      for (int c = 0; c < calls; ++c) {
+        const size_t k = static_cast<size_t>(c) % sets.size();
+        const int64_t kernels_before = s.report().kernel_calls;
+        const auto start = std::chrono::steady_clock::now();
+        const std::vector<Tensor> out = s.run(sets[k]);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+        worst = std::max(worst, max_diff(out, want[k]));
+        if (s.report().kernel_calls > kernels_before) {
+          ++with_kernel;
+          if (first_kernel == 0) first_kernel = c + 1;
+        }
+      }
+      const auto slowest = std::max_element(ms.begin(), ms.end());
+      const int slowest_call = static_cast<int>(slowest - ms.begin()) + 1;
+      std::vector<double> sorted = ms;
+      std::sort(sorted.begin(), sorted.end());
+      const auto pct = [&](double p) {
+        return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))];
+      };
+      std::printf("| %s | %.3f | %.3f | %.3f | %.1f | %d | %d | %d | %.3f |\n",
+                  background ? "background" : "synchronous", pct(0.5), pct(0.9), pct(0.99),
+                  *slowest, slowest_call, first_kernel, with_kernel, worst);
+      if (worst > 1) status = 1;
+    }
+    return status;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "sgraph_transition: %s\n", e.what());
+    return 1;
+  }
+}
