@@ -68,3 +68,21 @@ TEST_CASE("Tensor: user errors") {
   CHECK(contains(error_of([&] { a.to_int64(); }), "expected an integer tensor"));
   CHECK(contains(error_of([] { dtype_from_onnx_code(10); }), "ONNX data type code 10"));
 }
+
+#if !defined(__SANITIZE_ADDRESS__)  // (AddressSanitizer builds free every block)
+TEST_CASE("Tensor: a large block freed is handed out again for the same size class") {
+  const void* first = nullptr;
+  {
+    Tensor t(DType::f32, {512, 1024});  // 2 MiB
+    first = t.raw_data();
+    t.data<float>()[0] = 1.0f;
+  }
+  Tensor again(DType::f32, {500, 1040});  // 2,080,000 bytes: the same class (2 to 2.5 MiB)
+  CHECK(again.raw_data() == first);
+  Tensor other(DType::f32, {512, 1024});  // the block is taken: another one
+  CHECK(other.raw_data() != first);
+  CHECK(reinterpret_cast<uintptr_t>(other.raw_data()) % 64 == 0);
+  Tensor small(DType::f32, {16});  // small blocks come from malloc as before
+  CHECK(small.raw_data() != first);
+}
+#endif
