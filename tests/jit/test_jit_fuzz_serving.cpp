@@ -79,6 +79,9 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     if (gen.chance(0.2)) opt.mode = CompileMode::per_signature;
     opt.merge_tiers = gen.chance(0.5);  // static regions joining the dynamic ones next to them
     const bool per_signature = opt.mode == CompileMode::per_signature;
+    // One graph in four compiles in the background, its kernels installed whenever they are done
+    // or, before half of its calls, once wait_compiled() has them all.
+    opt.background_compile = !per_signature && gen.chance(0.25);
     std::string calls_str;
     for (size_t c = 0; c < order.size(); ++c)
       calls_str += (c == 0                                  ? ""
@@ -96,6 +99,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                                                         << order[c] << ": " << ref_error << "\n"
                                                         << sizes_str(gen) << "\n"
                                                         << gen.graph.to_string());
+      if (opt.background_compile && gen.chance(0.5)) jit.wait_compiled();
       const std::string error = test::error_of([&] { got = jit.run(feeds); });
       Mismatch m;
       if (error.empty()) {
@@ -120,6 +124,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                                << ") at scenario " << order[c] << ": " << m.first << "\n"
                                << sizes_str(gen) << "; calls " << calls_str
                                << (opt.merge_tiers ? "; tiers merged" : "")
+                               << (opt.background_compile ? "; compiled in the background" : "")
                                << "; regions from the kernel cache: " << cache_hits << "\n"
                                << gen.graph.to_string() << rep.to_text());
       break;
