@@ -14,6 +14,9 @@
 // tier compiles elementwise ops with broadcasting; the others stay interpreted, with the reason
 // in OpReport::why_not_dynamic.
 //
+// Compile cost: kernels may come from an on-disk cache shared by processes (cache_dir), and may be
+// compiled on a thread of the Session's own while calls go on interpreted (background_compile).
+//
 // CompileMode::per_signature is the baseline of per-signature compilers (XLA-style) for
 // comparison: each new set of input shapes is interpreted once, then the whole graph is compiled
 // for those shapes (every compilable op in a region, every region compiled afresh, no kernel
