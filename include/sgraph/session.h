@@ -10,9 +10,9 @@
 // whose lowerings take symbolic dims form dynamic regions, compiled once: each call binds the
 // symbols from the region's input shapes, so a new value of a symbol runs the same kernel (a
 // guard hit); only a static dim that differs, or a broken relation between dims, misses and
-// falls back to the interpreter. Stable and changed ops never share a region. Today the dynamic
-// tier compiles elementwise ops with broadcasting; the others stay interpreted, with the reason
-// in OpReport::why_not_dynamic.
+// falls back to the interpreter. Stable and changed ops share a kernel only with merge_tiers. Ops
+// whose lowering cannot take symbolic dims stay interpreted, with the reason in
+// OpReport::why_not_dynamic.
 //
 // Compile cost: kernels may come from an on-disk cache shared by processes (cache_dir), and may be
 // compiled on a thread of the Session's own while calls go on interpreted (background_compile).
