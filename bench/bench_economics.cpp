@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "data_sets.h"
 #include "sgraph/sgraph.h"
 
 namespace {
@@ -57,18 +58,7 @@ std::vector<Workload> model_workloads(int passes) {
       if (std::filesystem::exists(d.path() / "model.onnx")) dirs.push_back(d.path());
     std::sort(dirs.begin(), dirs.end());
     for (const auto& dir : dirs) {
-      std::vector<Feed> sets;
-      for (int k = 0;; ++k) {
-        const auto ds = dir / ("test_data_set_" + std::to_string(k));
-        if (!std::filesystem::is_directory(ds)) break;
-        Feed f;
-        for (int i = 0;; ++i) {
-          const auto pb = ds / ("input_" + std::to_string(i) + ".pb");
-          if (!std::filesystem::exists(pb)) break;
-          f.push_back(load_tensor_pb(pb.string()));
-        }
-        sets.push_back(std::move(f));
-      }
+      const std::vector<Feed> sets = sgraph::bench::load_data_sets(dir);
       if (sets.empty()) continue;
       std::string shapes;
       for (const Feed& f : sets) shapes += (shapes.empty() ? "" : " ") + shape_str(f[0].shape());

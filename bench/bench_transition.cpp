@@ -13,27 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "data_sets.h"
 #include "sgraph/sgraph.h"
 
 namespace {
 using namespace sgraph;
 using Feed = std::vector<Tensor>;
-
-std::vector<Feed> data_sets(const std::filesystem::path& dir) {
-  std::vector<Feed> sets;
-  for (int k = 0;; ++k) {
-    const auto ds = dir / ("test_data_set_" + std::to_string(k));
-    if (!std::filesystem::is_directory(ds)) break;
-    Feed f;
-    for (int i = 0;; ++i) {
-      const auto pb = ds / ("input_" + std::to_string(i) + ".pb");
-      if (!std::filesystem::exists(pb)) break;
-      f.push_back(load_tensor_pb(pb.string()));
-    }
-    sets.push_back(std::move(f));
-  }
-  return sets;
-}
 
 // Kernel calls of a report and of its subgraphs' (If branches).
 int64_t kernel_calls(const Report& r) {
@@ -68,7 +53,7 @@ int main(int argc, char** argv) {
   }
   try {
     const Graph g = load_onnx((dir / "model.onnx").string());
-    const std::vector<Feed> sets = data_sets(dir);
+    const std::vector<Feed> sets = sgraph::bench::load_data_sets(dir);
     if (sets.empty()) throw Error(dir.string() + ": no test_data_set_0");
     Session ref(g, SessionOptions{.interpret_only = true});
     std::vector<std::vector<Tensor>> want;
