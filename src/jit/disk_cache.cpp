@@ -15,11 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <system_error>
-#include <thread>
 
 #include "ir/debug.h"
 #include "jit/jit_impl.h"
@@ -87,7 +84,8 @@ std::optional<DiskCache::Entry> DiskCache::load(const std::string& key) {
   if (!field(s, pos, symbol) || symbol.empty()) return ignore("no symbol");
   if (!field(s, pos, length) || !field(s, pos, hash)) return ignore("truncated header");
   if (length != std::to_string(s.size() - pos)) return ignore("truncated or padded object");
-  Entry e{std::move(symbol), s.substr(pos)};
+  s.erase(0, pos);  // the object alone, not copied
+  Entry e{std::move(symbol), std::move(s)};
   if (sha256_hex(e.object) != hash) return ignore("the object's hash does not match");
   fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // recently used
   return e;

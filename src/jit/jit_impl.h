@@ -110,7 +110,6 @@ class DiskCache {
   // Writes the entry atomically, then removes least recently used entries beyond the bound. A
   // directory that cannot be written is reported once and then left alone.
   void store(const std::string& key, const std::string& symbol, const std::string& object);
-  const std::string& dir() const { return dir_; }
 
  private:
   std::filesystem::path path_of(const std::string& key) const;
