@@ -453,7 +453,11 @@ void KernelBuilder::call_gemm(const ops::GemmCall& call) {
                              ptr, i64t, ptr, b_.getDoubleTy());
   Value* items = call.items ? call.items : i64(static_cast<int64_t>(call.a_off.size()));
   Value* a_off = call.items ? call.a_items : offsets(call.a_off);
-  Value* b_off = call.items ? call.b_items : offsets(call.b_off);
+  // A packed B is the same matrix for every item (ops::GemmCall::const_b): no offsets, also when
+  // A's come from a table built per call.
+  Value* b_off = call.const_b ? llvm::ConstantPointerNull::get(b_.getPtrTy())
+                 : call.items ? call.b_items
+                              : offsets(call.b_off);
   b_.CreateCall(gemm, {kernel_->getArg(2), items, call.M, call.N, call.K, call.a, a_off,
                        i64(call.ta ? 1 : 0), call.b, b_off, i64(call.tb ? 1 : 0), call.c,
                        llvm::ConstantFP::get(b_.getDoubleTy(), call.alpha)});

@@ -181,6 +181,26 @@ TEST_CASE("dynamic region: a symbolic batch folded into M reads a transposed A t
   }
 }
 
+TEST_CASE("dynamic region: a packed constant B under items of a symbolic size gets no B offsets") {
+  // Two static batch items whose A matrices have a symbolic number of rows, times one constant B
+  // large enough to be packed: the GEMM call takes A's item offsets from a table built per call,
+  // and the packed B none (the fuzzer's seed 1814001024 made such a call pass B's table too, which
+  // the packed GEMM refuses: every call of the region threw).
+  GraphBuilder gb("packed_items");
+  ValueId x = gb.input("x", DType::f32, {2, Dim("n"), 8});
+  ValueId w = gb.constant("w", random_f32({8, 512}, 3));
+  gb.output(gb.relu(gb.matmul(x, w)), "y");
+  const Graph graph = gb.build();
+  const auto feed = [](int64_t n) {
+    return std::vector<Tensor>{random_f32({2, n, 8}, static_cast<uint32_t>(n))};
+  };
+  Dynamic d(graph, {feed(4), feed(2)});
+  for (int64_t n : kValues) {
+    CAPTURE(n);
+    CHECK(d.run_and_check(feed(n), 1, 1e-5, 1e-6));
+  }
+}
+
 TEST_CASE("why_not_dynamic: what the dynamic tier does not compile yet, and why") {
   GraphBuilder b("no");
   ValueId x = b.input("x", DType::f32, {Dim("n"), 8});
