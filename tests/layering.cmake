@@ -14,6 +14,7 @@ set(layer_of_graph.h ir)
 set(layer_of_op_list.h ir)
 set(layer_of_session.h runtime)
 set(layer_of_report.h runtime)
+set(layer_of_runtime.h runtime)
 set(layer_of_train.h runtime)
 set(layer_of_onnx.h onnx)
 set(layer_of_sgraph.h onnx)  # the umbrella header: everything

@@ -84,6 +84,9 @@ struct Report {
   size_t arena_buffers = 0;
   int64_t arena_bytes = 0, arena_unshared_bytes = 0;
   int64_t dynamic_bytes = 0;  // dynamic regions' output blocks (RegionReport::dynamic_bytes)
+  // Call states of the plan (one per call running at once, at most): each has an arena of
+  // arena_bytes and its own dynamic blocks (dynamic_bytes is over all of them).
+  size_t call_states = 0;
   // The symbols of the dims that changed during warm-up, with their values in each run, e.g.
   // "seq = 8,17,5" (see OpReport::symbolic_shapes).
   std::vector<std::string> symbols;

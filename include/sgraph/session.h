@@ -21,7 +21,17 @@
 // comparison: each new set of input shapes is interpreted once, then the whole graph is compiled
 // for those shapes (every compilable op in a region, every region compiled afresh, no kernel
 // shared with another signature); calls with a signature seen before run its compiled plan.
-// One thread at a time per Session.
+//
+// Threads: any number of threads may call run() on one Session at once, and each gets the result
+// a serial run of the same inputs would give. The compiled plan (steps, kernels, guards, packed
+// weights) is immutable once published and shared by all calls; each call takes its own state
+// (arena, scratch blocks, interpreter buffers) from a pool that grows to the number of calls
+// running at once. Warm-up runs are observed one at a time (other calls made meanwhile wait for
+// them); planning, re-planning and installing kernels happen on one thread at a time and publish a
+// new plan without stopping calls in flight, which finish on the plan they started with. A re-plan
+// is made by the call that found it due (the others keep serving meanwhile). report(),
+// wait_compiled() and compiling() may be called from any thread. Kernels are shared with every
+// Session of the same Runtime (sgraph/runtime.h).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +42,7 @@
 
 #include "sgraph/graph.h"
 #include "sgraph/report.h"
+#include "sgraph/runtime.h"
 
 namespace sgraph {
 
@@ -84,6 +95,9 @@ struct SessionOptions {
   // compiles synchronously.
   bool background_compile = false;
   int64_t cache_max_bytes = int64_t{256} << 20;  // least recently used entries removed beyond it
+  // Whose JIT and kernel cache the Session uses (its subgraphs' Sessions use the same): null, the
+  // process's (Runtime::process()).
+  std::shared_ptr<Runtime> runtime = nullptr;
 };
 
 struct OpTime {
@@ -110,10 +124,22 @@ class Session {
   // Inputs and outputs by name.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
 
+  // The warm-up, given (for services: live requests are then never warm-up runs). Each data set
+  // (inputs in the order of graph().inputs) is interpreted once and observed like a warm-up run,
+  // then the Session plans, whatever warmup_runs says. Give the shapes traffic will have: ops whose
+  // shapes differ between data sets are changed, and the dims that differ become symbols of
+  // dynamic regions. On a Session already planned, the data sets are observed and it re-plans
+  // (ops whose shapes differ from the earlier runs become changed). Every data set's inputs are
+  // checked first (a wrong count, dtype or shape throws sgraph::Error and changes nothing); a data
+  // set whose run throws (an op rejecting its values) is not observed, the error is thrown, and the
+  // sets before it stay observed, unplanned. Throws when data_sets is empty or in per_signature or
+  // interpret_only mode (nothing to warm up).
+  void warm_up(const std::vector<std::vector<Tensor>>& data_sets);
+
   const Graph& graph() const;
   const SessionOptions& options() const;
-  // Per-op wall time of the most recent run, in execution order.
-  const std::vector<OpTime>& last_op_times() const;
+  // Per-op wall time of the most recent run that returned, in execution order.
+  std::vector<OpTime> last_op_times() const;
   // True once the warm-up runs are done and regions are planned (per_signature: once a signature
   // has been compiled).
   bool planned() const;

@@ -21,6 +21,7 @@
 #include "sgraph/onnx.h"
 #include "sgraph/op_list.h"
 #include "sgraph/report.h"
+#include "sgraph/runtime.h"
 #include "sgraph/session.h"
 #include "sgraph/tensor.h"
 #include "sgraph/train.h"

@@ -134,7 +134,7 @@ void gemm_const_b(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
     return;
   }
   auto& kc = *static_cast<sgraph::KernelContext*>(ctx);
-  if (!kc.gemm_cache) kc.gemm_cache = std::make_shared<PackedCache>();
+  std::call_once(kc.gemm_cache_once, [&] { kc.gemm_cache = std::make_shared<PackedCache>(); });
   const sgraph::ops::PackedB& packed =
       static_cast<PackedCache*>(kc.gemm_cache.get())->get(b, K, N, trans_b != 0);
   // Batch items whose A matrices follow each other are one product of batch * M rows.

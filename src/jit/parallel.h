@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace sgraph {
@@ -28,8 +29,9 @@ struct KernelContext {
   struct Arena;
   std::unique_ptr<Arena> arena;
   // State the kernels' runtime helpers keep for the plan's life: the GEMM's packed constant
-  // operands (jit/kernel_runtime.cpp), made on first use. Used only by the thread calling the
-  // kernel, not inside parallel nests.
+  // operands (jit/kernel_runtime.cpp), made on first use (once: calls on several threads may run
+  // the kernel at once; the cache locks itself).
+  std::once_flag gemm_cache_once;
   std::shared_ptr<void> gemm_cache;
 };
 

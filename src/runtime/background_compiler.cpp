@@ -41,6 +41,7 @@ void BackgroundCompiler::drop_unless(const std::function<bool(uint64_t)>& live) 
 
 std::vector<BackgroundCompiler::Done> BackgroundCompiler::take_done() {
   std::lock_guard lock(mu_);
+  has_done_ = false;
   return std::exchange(done_, {});
 }
 
@@ -75,6 +76,7 @@ void BackgroundCompiler::work() {
     }
     lock.lock();
     done_.push_back(std::move(d));
+    has_done_ = true;
     running_ = false;
     if (queue_.empty()) idle_.notify_all();
   }

@@ -10,6 +10,7 @@
 //   bg.wait_idle();                                                   // Session::wait_compiled()
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -44,6 +45,8 @@ class BackgroundCompiler {
   void drop_unless(const std::function<bool(uint64_t)>& live);
   // The jobs finished since the last call, in completion order; never blocks on a compile.
   std::vector<Done> take_done();
+  // True when take_done() has something (lock-free: callers poll it on every call).
+  bool has_done() const { return has_done_.load(std::memory_order_acquire); }
   // Blocks until every queued job has finished.
   void wait_idle();
   // True while a job is queued or running.
@@ -63,6 +66,7 @@ class BackgroundCompiler {
   std::deque<Queued> queue_;
   std::vector<Done> done_;
   bool running_ = false, stop_ = false;
+  std::atomic<bool> has_done_{false};
   std::thread thread_;
 };
 

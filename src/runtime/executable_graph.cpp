@@ -22,9 +22,35 @@ std::shared_ptr<void> aligned_block(int64_t bytes) {
 
 }  // namespace
 
+// A region's state in one call state: its bound symbols, and the blocks it keeps from call to
+// call; and the counts of the call running, added to the region's stats when it returns.
+struct ExecutableGraph::RegionCall {
+  std::vector<int64_t> sym_values;
+  std::vector<bool> sym_bound;
+  std::vector<std::shared_ptr<void>> out_blocks;  // a dynamic region's outputs
+  std::vector<int64_t> out_capacity;              // bytes of each block
+  std::shared_ptr<void> scratch;                  // the kernel's scratch block
+  int64_t scratch_capacity = 0;                   // its bytes
+  // Outputs outside the arena (graph outputs, values a view ties to one): the previous call's
+  // buffers, reused for the next call when nothing else holds them (writing into fresh large
+  // allocations costs page faults that can exceed the kernel).
+  std::vector<Tensor> last_outputs;
+  bool last_miss_on_shape = false;                                   // (set by guard_holds)
+  int64_t calls = 0, misses = 0, shape_misses = 0, grown_bytes = 0;  // the call running
+};
+
+// What one call uses and no other call may touch at the same time.
+struct ExecutableGraph::CallState {
+  explicit CallState(ops::SubgraphRunner* subgraphs) : runner(subgraphs) {}
+  std::shared_ptr<void> arena;
+  std::vector<Tensor> premade;  // per value id: its arena buffer, or undefined (empty: none)
+  std::vector<RegionCall> regions;
+  NodeRunner runner;
+};
+
 ExecutableGraph::ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions,
                                  const WarmupShapes& warmup, ops::SubgraphRunner* subgraphs)
-    : g_(g), regions_(std::move(regions)), runner_(subgraphs) {
+    : g_(g), subgraphs_(subgraphs), regions_(std::move(regions)) {
   // Contract each region to one step, then order the steps topologically (Kahn's algorithm,
   // smallest original node index first, so a graph without regions keeps its node order).
   const size_t n = g.nodes.size();
@@ -165,20 +191,79 @@ void ExecutableGraph::plan_arena(const WarmupShapes& warmup,
                   first[root], last[root]});
   }
   const MemoryPlan plan = plan_memory(uses);
-  arena_ = aligned_block(plan.arena_bytes);
-  premade_.assign(g.values.size(), Tensor{});
   for (size_t i = 0; i < values.size(); ++i)
-    premade_[values[i]] =
-        Tensor::wrap(g.values[values[i]].dtype, std::move(shapes[i]),
-                     static_cast<std::byte*>(arena_.get()) + plan.offsets[i], arena_);
+    planned_.push_back(Planned{values[i], std::move(shapes[i]), plan.offsets[i]});
   arena_stats_ = ArenaStats{values.size(), plan.arena_bytes, plan.unshared_bytes};
 }
 
-bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env) const {
-  r.last_miss_on_shape = false;
+ExecutableGraph::ExecutableGraph(const ExecutableGraph& other, std::vector<RegionPlan> regions)
+    : g_(other.g_),
+      subgraphs_(other.subgraphs_),
+      regions_(std::move(regions)),
+      steps_(other.steps_),
+      release_after_(other.release_after_),
+      planned_(other.planned_),
+      arena_stats_(other.arena_stats_) {
+  SG_ASSERT(regions_.size() == other.regions_.size()) << "a plan copy with other regions";
+  for (size_t r = 0; r < regions_.size(); ++r)
+    SG_ASSERT(regions_[r].region.nodes == other.regions_[r].region.nodes)
+        << "a plan copy with other regions";
+}
+
+ExecutableGraph::~ExecutableGraph() {
+  // The dynamic blocks of the states going away no longer count (no call holds one now).
+  for (const auto& state : pool_)
+    for (size_t r = 0; r < regions_.size(); ++r) {
+      const RegionCall& c = state->regions[r];
+      int64_t bytes = c.scratch_capacity;
+      for (int64_t b : c.out_capacity) bytes += b;
+      if (regions_[r].region.dynamic) regions_[r].stats->dynamic_bytes -= bytes;
+    }
+}
+
+std::unique_ptr<ExecutableGraph::CallState> ExecutableGraph::make_state() const {
+  auto state = std::make_unique<CallState>(subgraphs_);
+  state->regions.resize(regions_.size());
+  if (planned_.empty()) return state;
+  try {
+    state->arena = aligned_block(arena_stats_.arena_bytes);
+  } catch (const std::bad_alloc&) {
+    SG_FAIL() << "cannot allocate a " << arena_stats_.arena_bytes << "-byte arena for graph '"
+              << g_.name << "'";
+  }
+  state->premade.assign(g_.values.size(), Tensor{});
+  for (const Planned& p : planned_)
+    state->premade[p.value] =
+        Tensor::wrap(g_.values[p.value].dtype, p.shape,
+                     static_cast<std::byte*>(state->arena.get()) + p.offset, state->arena);
+  return state;
+}
+
+size_t ExecutableGraph::call_states() const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  return states_made_;
+}
+
+const void* ExecutableGraph::arena_data() const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  return pool_.empty() ? nullptr : pool_.back()->arena.get();
+}
+
+std::vector<const void*> ExecutableGraph::kept_outputs(size_t region) const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  std::vector<const void*> out;
+  if (!pool_.empty())
+    for (const Tensor& t : pool_.back()->regions.at(region).last_outputs)
+      out.push_back(t.defined() ? t.raw_data() : nullptr);
+  return out;
+}
+
+bool ExecutableGraph::guard_holds(const RegionPlan& r, RegionCall& c,
+                                  const std::vector<Tensor>& env) const {
+  c.last_miss_on_shape = false;
   if (r.region.dynamic) {
-    r.sym_values.assign(r.symbols.size(), 0);
-    r.sym_bound.assign(r.symbols.size(), false);
+    c.sym_values.assign(r.symbols.size(), 0);
+    c.sym_bound.assign(r.symbols.size(), false);
     std::vector<const SymShape*> patterns;
     std::vector<const Shape*> actual;
     for (size_t i = 0; i < r.region.inputs.size(); ++i) {
@@ -187,10 +272,10 @@ bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env)
       patterns.push_back(&r.input_sym[i]);
       actual.push_back(&t.shape());
     }
-    r.last_miss_on_shape = !bind_all(patterns, actual, r.sym_values, r.sym_bound);
-    if (r.last_miss_on_shape) return false;
+    c.last_miss_on_shape = !bind_all(patterns, actual, c.sym_values, c.sym_bound);
+    if (c.last_miss_on_shape) return false;
     for (const auto& [d, least] : r.dim_checks)
-      if (d.value(r.sym_values) < least) return false;
+      if (d.value(c.sym_values) < least) return false;
     return true;
   }
   for (size_t i = 0; i < r.region.inputs.size(); ++i) {
@@ -208,12 +293,12 @@ bool ExecutableGraph::guard_holds(RegionPlan& r, const std::vector<Tensor>& env)
 
 // The bytes of r's scratch block for the bound symbols: the static parts, then each symbolic part
 // rounded up to 64 bytes (the kernel places them the same way).
-int64_t ExecutableGraph::scratch_need(const RegionPlan& r) const {
+int64_t ExecutableGraph::scratch_need(const RegionPlan& r, const RegionCall& c) const {
   int64_t need = r.scratch_bytes;
   for (const auto& [elem_bytes, dims] : r.scratch_sym) {
     int64_t bytes = elem_bytes;
     for (const SymDim& d : dims)
-      SG_CHECK(!__builtin_mul_overflow(bytes, d.value(r.sym_values), &bytes))
+      SG_CHECK(!__builtin_mul_overflow(bytes, d.value(c.sym_values), &bytes))
           << "a dynamic region's scratch size overflows at these shapes";
     SG_CHECK(!__builtin_add_overflow(need, (bytes + 63) / 64 * 64, &need))
         << "a dynamic region's scratch size overflows at these shapes";
@@ -221,19 +306,20 @@ int64_t ExecutableGraph::scratch_need(const RegionPlan& r) const {
   return need;
 }
 
-void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const {
+void ExecutableGraph::call_kernel(const RegionPlan& r, RegionCall& c, CallState& state,
+                                  std::vector<Tensor>& env) const {
   std::vector<void*> buffers;
   buffers.reserve(r.region.inputs.size() + r.region.outputs.size());
   for (ValueId v : r.region.inputs) buffers.push_back(env[v].raw_data());
-  r.last_outputs.resize(r.region.outputs.size());
+  c.last_outputs.resize(r.region.outputs.size());
   for (size_t k = 0; k < r.region.outputs.size(); ++k) {
     const ValueId v = r.region.outputs[k];
     if (r.region.dynamic) {
-      env[v] = dynamic_output(r, k);
-    } else if (!premade_.empty() && premade_[v].defined()) {  // its arena buffer
-      env[v] = premade_[v];
+      env[v] = dynamic_output(r, c, k);
+    } else if (!state.premade.empty() && state.premade[v].defined()) {  // its arena buffer
+      env[v] = state.premade[v];
     } else {
-      Tensor& t = r.last_outputs[k];
+      Tensor& t = c.last_outputs[k];
       if (!t.sole_owner()) t = Tensor(r.output_dtypes[k], r.output_shapes[k]);
       env[v] = t;
     }
@@ -245,75 +331,119 @@ void ExecutableGraph::call_kernel(RegionPlan& r, std::vector<Tensor>& env) const
     return "region of " + std::to_string(r.region.nodes.size()) + " ops (first '" +
            g_.nodes[r.region.nodes.front()].name + "')";
   };
-  if (const int64_t need = scratch_need(r); need > 0) {
-    if (!r.scratch || r.scratch_capacity < need) {
-      r.scratch.reset();
-      r.scratch_capacity = 0;
+  if (const int64_t need = scratch_need(r, c); need > 0) {
+    if (!c.scratch || c.scratch_capacity < need) {
+      c.grown_bytes -= c.scratch_capacity;
+      c.scratch.reset();
+      c.scratch_capacity = 0;
       try {
         maybe_fail_for_testing();
-        r.scratch = aligned_block(need);
+        c.scratch = aligned_block(need);
       } catch (const std::bad_alloc&) {
         SG_FAIL() << region_str() << ": cannot allocate its " << need << "-byte scratch block";
       }
-      r.scratch_capacity = need;
+      c.scratch_capacity = need;
+      c.grown_bytes += need;
     }
-    buffers.push_back(r.scratch.get());
+    buffers.push_back(c.scratch.get());
   }
   take_kernel_failure();  // (none should be pending)
-  r.fn(buffers.data(), r.region.dynamic ? r.sym_values.data() : nullptr, r.ctx.get());
+  r.fn(buffers.data(), r.region.dynamic ? c.sym_values.data() : nullptr, r.ctx.get());
   if (const std::string failed = take_kernel_failure(); !failed.empty())
     SG_FAIL() << region_str() << ": its kernel failed: " << failed;
-  ++r.kernel_calls;
-  ++r.hits_since_plan;
+  ++c.calls;
 }
 
 // Output k of a dynamic region at its shape for the bound symbols, in the region's block for it
 // when nothing else holds that block and it is large enough; else in a new block, which is kept.
-Tensor ExecutableGraph::dynamic_output(RegionPlan& r, size_t k) const {
-  r.out_blocks.resize(r.output_sym.size());
-  r.out_capacity.resize(r.output_sym.size(), 0);
-  Shape shape = eval_shape(r.output_sym[k], r.sym_values);
+Tensor ExecutableGraph::dynamic_output(const RegionPlan& r, RegionCall& c, size_t k) const {
+  c.out_blocks.resize(r.output_sym.size());
+  c.out_capacity.resize(r.output_sym.size(), 0);
+  Shape shape = eval_shape(r.output_sym[k], c.sym_values);
   const int64_t bytes = std::max<int64_t>(
       kArenaAlign, numel(shape) * static_cast<int64_t>(dtype_size(r.output_dtypes[k])));
-  std::shared_ptr<void>& block = r.out_blocks[k];
+  std::shared_ptr<void>& block = c.out_blocks[k];
   const bool shared = block && block.use_count() > 1;  // (the caller kept an earlier output)
-  if (!block || shared || r.out_capacity[k] < bytes) {
-    const int64_t size = shared ? bytes : std::max(bytes, r.out_capacity[k]);
+  if (!block || shared || c.out_capacity[k] < bytes) {
+    const int64_t size = shared ? bytes : std::max(bytes, c.out_capacity[k]);
     try {
       block = aligned_block(size);
     } catch (const std::bad_alloc&) {
       SG_FAIL() << "cannot allocate " << size << " bytes for output '"
                 << g_.values[r.region.outputs[k]].name << "' of a dynamic region";
     }
-    r.out_capacity[k] = size;
+    c.grown_bytes += size - c.out_capacity[k];
+    c.out_capacity[k] = size;
   }
   return Tensor::wrap(r.output_dtypes[k], std::move(shape), block.get(), block);
 }
 
 std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
-                                         std::span<OpObserver* const> observers) {
+                                         std::span<OpObserver* const> observers) const {
+  std::unique_ptr<CallState> state;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      state = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (!state) {
+    state = make_state();
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    ++states_made_;
+  }
+  // The state goes back to the pool however the call ends; its counts reach the stats only when
+  // it returns (a call that throws counts nothing; the blocks it grew count).
+  struct Return {
+    const ExecutableGraph& eg;
+    std::unique_ptr<CallState>& state;
+    ~Return() {
+      for (size_t r = 0; r < eg.regions_.size(); ++r) {
+        RegionCall& c = state->regions[r];
+        if (c.grown_bytes != 0) eg.regions_[r].stats->dynamic_bytes += c.grown_bytes;
+        c.calls = c.misses = c.shape_misses = c.grown_bytes = 0;
+      }
+      std::lock_guard<std::mutex> lock(eg.pool_mu_);
+      eg.pool_.push_back(std::move(state));
+    }
+  } give_back{*this, state};
+  CallState& st = *state;
   std::vector<Tensor> env = bind_inputs(g_, inputs);
   for (size_t s = 0; s < steps_.size(); ++s) {
-    const Step& st = steps_[s];
-    if (st.node >= 0) {
-      runner_.run(g_, st.node, env, observers, premade_);
+    const Step& step = steps_[s];
+    if (step.node >= 0) {
+      st.runner.run(g_, step.node, env, observers, st.premade);
     } else {
-      RegionPlan& r = regions_[st.region];
-      if (r.fn != nullptr && guard_holds(r, env)) {
-        call_kernel(r, env);
+      const RegionPlan& r = regions_[step.region];
+      RegionCall& c = st.regions[step.region];
+      if (r.fn != nullptr && guard_holds(r, c, env)) {
+        call_kernel(r, c, st, env);
       } else {
         if (r.fn != nullptr) {
-          ++r.guard_misses;
-          ++r.misses_since_plan;
-          r.shape_misses_since_plan += r.last_miss_on_shape;
+          ++c.misses;
+          c.shape_misses += c.last_miss_on_shape;
         }
-        for (int32_t node : r.region.nodes) runner_.run(g_, node, env, observers, premade_);
+        for (int32_t node : r.region.nodes) st.runner.run(g_, node, env, observers, st.premade);
       }
     }
     for (ValueId v : release_after_[s]) env[v] = Tensor{};
   }
   std::vector<Tensor> result;
   for (ValueId v : g_.outputs) result.push_back(env[v]);
+  for (size_t r = 0; r < regions_.size(); ++r) {  // the call returns: its counts count
+    const RegionCall& c = st.regions[r];
+    RegionStats& stats = *regions_[r].stats;
+    if (c.calls) {
+      stats.kernel_calls += c.calls;
+      stats.hits_since_plan += c.calls;
+    }
+    if (c.misses) {
+      stats.guard_misses += c.misses;
+      stats.misses_since_plan += c.misses;
+    }
+    if (c.shape_misses) stats.shape_misses_since_plan += c.shape_misses;
+  }
   return result;
 }
 

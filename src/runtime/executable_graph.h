@@ -5,15 +5,17 @@
 // a guard miss. Intermediates are released after their last use, as in the interpreter.
 //
 // Memory: values whose shapes the plan knows (region outputs, outputs of stable interpreted ops)
-// get buffers in one arena, allocated once; values live at the same time never share memory (see
-// memory_plan.h). A view shares its input's buffer, so a chain of views is one buffer living as
-// long as its longest-lived member. Graph outputs (the caller keeps them), anything a view chain
-// ties to a graph input or output, and constants stay out of the arena. A planned value whose
-// shape differs at run time (a guard miss) gets a fresh buffer instead.
+// get buffers in an arena (one per call state, allocated once); values live at the same time never
+// share memory (see memory_plan.h). A view shares its input's buffer, so a chain of views is one
+// buffer living as long as its longest-lived member. Graph outputs (the caller keeps them),
+// anything a view chain ties to a graph input or output, and constants stay out of the arena. A
+// planned value whose shape differs at run time (a guard miss) gets a fresh buffer instead.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -25,6 +27,28 @@
 
 namespace sgraph {
 
+// A region's serving counters. Every copy of its plan (a Session publishes a new copy of its plan
+// when kernels are installed) shares one, and calls running at the same time add to it: a call
+// adds its counts when it returns, and a call that throws adds none.
+struct RegionStats {
+  std::atomic<int64_t> kernel_calls{0}, guard_misses{0};
+  std::atomic<int64_t> misses_since_plan{0}, hits_since_plan{0};
+  // A dynamic region's misses on a dim static in its plan or a relation between dims (not on a
+  // dtype or a size below the least): re-planning makes that dim a symbol, so these re-plan
+  // whatever the hits (a region is then compiled once per newly symbolic set of dims).
+  std::atomic<int64_t> shape_misses_since_plan{0};
+  // Bytes of the blocks a dynamic region keeps from call to call (its outputs, its scratch of
+  // symbolic size), over every call state of the plans sharing these stats.
+  std::atomic<int64_t> dynamic_bytes{0};
+  void reset_since_plan() {
+    misses_since_plan = 0;
+    hits_since_plan = 0;
+    shape_misses_since_plan = 0;
+  }
+};
+
+// A region's plan: immutable once its ExecutableGraph serves (what changes from call to call is
+// in the graph's call states, the counters in `stats`).
 struct RegionPlan {
   Region region;
   // The guard, everything the kernel was specialised on that a call can change: the inputs'
@@ -50,19 +74,14 @@ struct RegionPlan {
   // symbolic dim needs that dim at least k).
   std::vector<std::pair<SymDim, int64_t>> dim_checks;
   std::vector<std::string> symbols;
-  std::vector<int64_t> sym_values;  // the latest call's
-  std::vector<bool> sym_bound;
-  std::vector<std::shared_ptr<void>> out_blocks;
-  std::vector<int64_t> out_capacity;  // bytes of each block
-  jit::KernelFn fn = nullptr;         // nullptr: the region's ops are interpreted
-  int64_t scratch_bytes = 0;          // the kernel's scratch block (0: none)
+  jit::KernelFn fn = nullptr;  // nullptr: the region's ops are interpreted
+  uint64_t kernel_handle = 0;  // the JIT's handle of fn (0: none)
+  int64_t scratch_bytes = 0;   // the kernel's scratch block (0: none)
   // A dynamic kernel's scratch parts of symbolic size after those (jit::CompiledRegion): the
   // block is sized per call and grown to the largest size seen.
   std::vector<std::pair<int64_t, SymShape>> scratch_sym;
-  std::shared_ptr<void> scratch;  // allocated on the first call, kept for the next ones
-  int64_t scratch_capacity = 0;   // its bytes
-  bool cache_hit = false;         // the kernel is one compiled before for the same code
-  bool disk_hit = false;          // the kernel was loaded from the disk cache
+  bool cache_hit = false;  // the kernel is one compiled before for the same code
+  bool disk_hit = false;   // the kernel was loaded from the disk cache
   // Background compilation (Session): the id of the job compiling its kernel (0: none), and the
   // session call that first used the kernel installed then.
   uint64_t compile_job = 0;
@@ -75,18 +94,8 @@ struct RegionPlan {
   int threads = 1;
   std::string threads_why;
   std::shared_ptr<KernelContext> ctx;
-  // Counters while serving.
-  int64_t kernel_calls = 0, guard_misses = 0;
-  int64_t misses_since_plan = 0, hits_since_plan = 0;
-  // A dynamic region's misses on a dim static in its plan or a relation between dims (not on a
-  // dtype or a size below the least): re-planning makes that dim a symbol, so these re-plan
-  // whatever the hits (a region is then compiled once per newly symbolic set of dims).
-  int64_t shape_misses_since_plan = 0;
-  bool last_miss_on_shape = false;  // (set by guard_holds)
-  // Outputs outside the arena (graph outputs, values a view ties to one): the previous call's
-  // buffers, reused for the next call when nothing else holds them (writing into fresh large
-  // allocations costs page faults that can exceed the kernel).
-  std::vector<Tensor> last_outputs;
+  // Counters while serving, shared by the copies of this plan.
+  std::shared_ptr<RegionStats> stats = std::make_shared<RegionStats>();
 };
 
 // What the warm-up saw, for the memory plan: outputs of stable interpreted ops are planned at
@@ -102,44 +111,69 @@ struct ArenaStats {
   int64_t unshared_bytes = 0;  // the planned buffers' sum: the arena without sharing
 };
 
+// Runs a plan. run() may be called from any number of threads at once: the plan is read-only
+// while it serves, and each call takes a call state (the environment's buffers: an arena, a
+// dynamic region's output and scratch blocks, the interpreter's scratch) from a pool, making one
+// when all are in use, and returns it when done; the pool keeps as many as calls ran at once.
 class ExecutableGraph {
  public:
   // `g` must outlive this; regions must be a valid partition of g (see build_regions). Interpreted
   // control-flow ops run their subgraphs through `subgraphs` (see ops::SubgraphRunner).
   ExecutableGraph(const Graph& g, std::vector<RegionPlan> regions, const WarmupShapes& warmup = {},
                   ops::SubgraphRunner* subgraphs = nullptr);
+  // The same steps and memory plan with other plans of the same regions (kernels installed); the
+  // regions' stats are shared with `other`'s, the call states are not.
+  ExecutableGraph(const ExecutableGraph& other, std::vector<RegionPlan> regions);
+  ~ExecutableGraph();
+  ExecutableGraph(const ExecutableGraph&) = delete;
+  ExecutableGraph& operator=(const ExecutableGraph&) = delete;
 
   // Inputs in graph-input order. Observers see every interpreted op (including ops of regions
-  // that fell back), not the ops inside a kernel call.
+  // that fell back), not the ops inside a kernel call. Thread-safe (observers are the caller's).
   std::vector<Tensor> run(std::span<const Tensor> inputs,
-                          std::span<OpObserver* const> observers = {});
+                          std::span<OpObserver* const> observers = {}) const;
 
   size_t num_steps() const { return steps_.size(); }
-  std::vector<RegionPlan>& regions() { return regions_; }
   const std::vector<RegionPlan>& regions() const { return regions_; }
   const ArenaStats& arena_stats() const { return arena_stats_; }
-  const void* arena_data() const { return arena_.get(); }
+  // Call states made so far (each has an arena of arena_stats().arena_bytes).
+  size_t call_states() const;
+  // The arena of the call state the next call takes (tests; null when there is none yet).
+  const void* arena_data() const;
+  // Outputs outside the arena that the next call's state may reuse, per region (tests).
+  std::vector<const void*> kept_outputs(size_t region) const;
 
  private:
   struct Step {
     int32_t node = -1;    // an interpreted op, or
     int32_t region = -1;  // a region
   };
+  struct Planned {  // a value with a buffer in the arena
+    ValueId value;
+    Shape shape;
+    int64_t offset;
+  };
+  struct RegionCall;
+  struct CallState;
   void plan_arena(const WarmupShapes& warmup, const std::vector<int32_t>& step_of_node,
                   const std::vector<int32_t>& last_use);
-  bool guard_holds(RegionPlan& r, const std::vector<Tensor>& env) const;
-  Tensor dynamic_output(RegionPlan& r, size_t k) const;
-  int64_t scratch_need(const RegionPlan& r) const;
-  void call_kernel(RegionPlan& r, std::vector<Tensor>& env) const;
+  std::unique_ptr<CallState> make_state() const;
+  bool guard_holds(const RegionPlan& r, RegionCall& c, const std::vector<Tensor>& env) const;
+  Tensor dynamic_output(const RegionPlan& r, RegionCall& c, size_t k) const;
+  int64_t scratch_need(const RegionPlan& r, const RegionCall& c) const;
+  void call_kernel(const RegionPlan& r, RegionCall& c, CallState& state,
+                   std::vector<Tensor>& env) const;
 
   const Graph& g_;
+  ops::SubgraphRunner* subgraphs_;
   std::vector<RegionPlan> regions_;
   std::vector<Step> steps_;
   std::vector<std::vector<ValueId>> release_after_;  // per step
-  std::shared_ptr<void> arena_;
-  std::vector<Tensor> premade_;  // per value id: its arena buffer, or undefined (empty: none)
+  std::vector<Planned> planned_;
   ArenaStats arena_stats_;
-  NodeRunner runner_;
+  mutable std::mutex pool_mu_;
+  mutable std::vector<std::unique_ptr<CallState>> pool_;  // the states no call holds
+  mutable size_t states_made_ = 0;
 };
 
 }  // namespace sgraph

@@ -67,6 +67,7 @@ std::string Report::to_text() const {
   if (planned)
     os << "memory plan: " << arena_buffers << " buffers in a " << bytes_str(arena_bytes)
        << " arena, " << bytes_str(arena_unshared_bytes) << " without sharing"
+       << (call_states > 1 ? "; " + std::to_string(call_states) + " call states" : "")
        << (dynamic_bytes ? "; dynamic regions' outputs " + bytes_str(dynamic_bytes) : "") << "\n";
   os << "\n";
   char line[512];
@@ -138,7 +139,8 @@ nlohmann::ordered_json json_of(const Report& rep) {
   j["memory"] = {{"arena_buffers", rep.arena_buffers},
                  {"arena_bytes", rep.arena_bytes},
                  {"arena_unshared_bytes", rep.arena_unshared_bytes},
-                 {"dynamic_bytes", rep.dynamic_bytes}};
+                 {"dynamic_bytes", rep.dynamic_bytes},
+                 {"call_states", rep.call_states}};
   j["symbols"] = rep.symbols;
   j["ops"] = nlohmann::ordered_json::array();
   for (const OpReport& o : rep.ops) {

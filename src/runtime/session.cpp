@@ -5,8 +5,10 @@
 #include "sgraph/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 
 #include "ir/debug.h"
 #include "jit/parallel.h"
@@ -17,6 +19,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/op_profiler.h"
 #include "runtime/region_builder.h"
+#include "runtime/runtime_impl.h"
 #include "runtime/shape_tracker.h"
 #include "runtime/subgraph_sessions.h"
 #include "runtime/value_guards.h"
@@ -25,61 +28,41 @@ namespace sgraph {
 
 namespace {
 
-// Per-op times of a run. A control-flow op is listed after the interpreted ops of the subgraph
+// Per-op times of a call. A control-flow op is listed after the interpreted ops of the subgraph
 // it ran, with the time its subgraph Session took taken off its own.
 class TimingObserver final : public OpObserver {
  public:
-  TimingObserver(std::vector<OpTime>& out, SubgraphSessions& subs) : out_(out), subs_(subs) {}
+  TimingObserver(std::vector<OpTime>& out, SubgraphTimes& subs) : out_(out), subs_(subs) {}
   void on_op(const OpEvent& e) override {
-    for (OpTime& t : subs_.take_times()) out_.push_back(std::move(t));
-    out_.push_back(OpTime{e.node.name, e.node.op, e.elapsed_ns - subs_.take_ns()});
+    for (OpTime& t : subs_.times) out_.push_back(std::move(t));
+    subs_.times.clear();
+    out_.push_back(OpTime{e.node.name, e.node.op, e.elapsed_ns - std::exchange(subs_.ns, 0)});
   }
 
  private:
   std::vector<OpTime>& out_;
-  SubgraphSessions& subs_;
+  SubgraphTimes& subs_;
 };
 
-// While serving: notes interpreted ops whose shapes differ from the warm-up's, so a re-plan can
-// mark them changed. A call's notes count once the call has returned (commit); a call that threw
-// leaves none (discard).
+// While serving: notes the interpreted ops of one call whose shapes differ from the warm-up's
+// (`tracker`: the record the plan was made from), so a re-plan can mark them changed.
 class ServingShapes final : public OpObserver {
  public:
   explicit ServingShapes(const ShapeTracker& t) : tracker_(t) {}
   void on_op(const OpEvent& e) override {
-    if (tracker_.changed(e.node_index) || seen_.count(e.node_index) || pending_.count(e.node_index))
-      return;
-    if (auto what = tracker_.difference(e)) pending_.emplace(e.node_index, std::move(*what));
+    if (tracker_.changed(e.node_index) || notes.count(e.node_index)) return;
+    if (auto what = tracker_.difference(e)) notes.emplace(e.node_index, std::move(*what));
   }
-  void commit() { seen_.merge(pending_); }
-  void discard() { pending_.clear(); }
-  std::map<int32_t, std::string> take() { return std::exchange(seen_, {}); }
+  std::map<int32_t, std::string> notes;
 
  private:
   const ShapeTracker& tracker_;
-  std::map<int32_t, std::string> seen_, pending_;
-};
-
-// A region plan's serving counters, to undo a call that threw.
-struct RegionCounters {
-  int64_t calls, misses, misses_since, hits_since, shape_misses_since;
-  static RegionCounters of(const RegionPlan& r) {
-    return {r.kernel_calls, r.guard_misses, r.misses_since_plan, r.hits_since_plan,
-            r.shape_misses_since_plan};
-  }
-  void restore(RegionPlan& r) const {
-    r.kernel_calls = calls;
-    r.guard_misses = misses;
-    r.misses_since_plan = misses_since;
-    r.hits_since_plan = hits_since;
-    r.shape_misses_since_plan = shape_misses_since;
-  }
 };
 
 }  // namespace
 
 struct Session::Impl {
-  Impl(Graph g, SessionOptions o) : graph(std::move(g)), options(o) {
+  Impl(Graph g, SessionOptions o) : graph(std::move(g)), options(std::move(o)) {
     SG_CHECK(options.warmup_runs >= 1)
         << "warmup_runs must be at least 1, got " << options.warmup_runs;
     SG_CHECK(options.max_guard_misses >= 1)
@@ -87,28 +70,166 @@ struct Session::Impl {
     SG_CHECK(options.threads >= 0)
         << "threads must be at least 0 (0: hardware concurrency), got " << options.threads;
     max_threads = options.threads > 0 ? options.threads : hardware_threads();
+    if (!options.runtime) options.runtime = Runtime::process();
     graph.infer_and_verify();
     subgraphs = std::make_unique<SubgraphSessions>(options);
     interpreter = std::make_unique<Interpreter>(graph, subgraphs.get());
     tracker = std::make_unique<ShapeTracker>(graph);
     profiler = std::make_unique<OpProfiler>(graph, options.warmup_runs);
-    serving = std::make_unique<ServingShapes>(*tracker);
+    if (options.background_compile && options.mode == CompileMode::profile_guided)
+      background = std::make_unique<BackgroundCompiler>();
   }
 
+  ~Impl() {
+    // No call runs now. The compiler thread goes first (it uses the graph and the JIT), then the
+    // kernels this Session holds in the shared JIT are released.
+    if (background) {
+      background.reset();
+    }
+    {
+      std::lock_guard<std::mutex> lock(exec_mu);
+      exec.reset();
+    }
+    signatures.clear();
+    current.reset();
+    if (jit)
+      for (uint64_t h : handles) jit->remove(h);
+  }
+
+  // One call: its op times are kept (and handed to a parent Session's call, for a subgraph).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
-    times.clear();
-    TimingObserver timing(times, *subgraphs);
-    ++runs;
-    install_compiled(runs);
+    std::vector<OpTime> call_times;
+    SubgraphTimes sub;
+    SubgraphTimesScope scope(&sub);
+    TimingObserver timing(call_times, sub);
+    const int call = ++runs;
+    std::vector<Tensor> out;
+    try {
+      out = run_call(inputs, timing, call);
+    } catch (...) {
+      --runs;
+      throw;
+    }
+    if (scope.outer() != nullptr) hand_op_times(call_times);
+    std::lock_guard<std::mutex> lock(times_mu);
+    times = std::move(call_times);
+    return out;
+  }
+
+  std::vector<Tensor> run_call(const std::vector<Tensor>& inputs, TimingObserver& timing,
+                               int call) {
     if (options.interpret_only) {
       OpObserver* obs[] = {&timing};
       return interpreter->run(inputs, obs);
     }
     if (options.mode == CompileMode::per_signature) return run_per_signature(inputs, timing);
-    if (exec) return serve(inputs, timing);
-    // 1. warm-up: interpret, recording shapes and costs
-    // A call that throws is not a warm-up run: the tracker and the profiler are left as they were.
-    OpObserver* obs[] = {&timing, tracker.get(), profiler.get()};
+    install_ready(call);
+    if (Published p = published(); p.exec) return serve(p, inputs, timing);
+    std::unique_lock<std::mutex> lock(plan_mu);
+    if (Published p = published(); p.exec) {  // planned while this call waited
+      lock.unlock();
+      return serve(p, inputs, timing);
+    }
+    // 1. warm-up: interpret, recording shapes and costs (one call at a time)
+    std::vector<Tensor> out = observe(inputs, &timing);
+    SG_LOG(1) << "warm-up run " << tracker->runs() << "/" << options.warmup_runs << " of graph '"
+              << graph.name << "'";
+    if (tracker->runs() >= options.warmup_runs) plan(call);
+    return out;
+  }
+
+  // Session::warm_up.
+  void warm_up(const std::vector<std::vector<Tensor>>& data_sets) {
+    SG_CHECK(!data_sets.empty()) << "warm_up of graph '" << graph.name << "' without data sets";
+    SG_CHECK(!options.interpret_only && options.mode == CompileMode::profile_guided)
+        << "warm_up of graph '" << graph.name << "': nothing to warm up in "
+        << (options.interpret_only ? "interpret_only" : "per_signature") << " mode";
+    for (size_t i = 0; i < data_sets.size(); ++i) {
+      try {
+        check_inputs(graph, data_sets[i]);
+      } catch (const Error& e) {
+        SG_FAIL() << "warm_up data set " << i << ": " << e.what();
+      }
+    }
+    std::lock_guard<std::mutex> lock(plan_mu);
+    const bool was_planned = published().exec != nullptr;
+    for (const std::vector<Tensor>& inputs : data_sets) observe(inputs, nullptr);
+    if (was_planned) {
+      ++replans;
+      std::lock_guard<std::mutex> notes_lock(notes_mu);
+      serving_notes.clear();
+    }
+    plan(runs + 1);
+  }
+
+  // What serving calls read, published together (under exec_mu).
+  struct Published {
+    std::shared_ptr<const ExecutableGraph> exec;
+    std::shared_ptr<const ShapeTracker> tracker;  // the record the plan was made from
+  };
+  Published published() const {
+    std::lock_guard<std::mutex> lock(exec_mu);
+    return {exec, exec_tracker};
+  }
+  void publish(std::shared_ptr<const ExecutableGraph> e, std::shared_ptr<const ShapeTracker> t) {
+    std::lock_guard<std::mutex> lock(exec_mu);
+    exec = std::move(e);
+    if (t) exec_tracker = std::move(t);
+  }
+
+  // A re-plan is due for a region that misses its guard too often (SessionOptions).
+  bool replan_due(const ExecutableGraph& ex) const {
+    return std::any_of(ex.regions().begin(), ex.regions().end(), [&](const RegionPlan& r) {
+      const RegionStats& st = *r.stats;
+      const int64_t misses = st.misses_since_plan;
+      return (misses >= options.max_guard_misses && misses >= st.hits_since_plan) ||
+             st.shape_misses_since_plan >= options.max_guard_misses;
+    });
+  }
+
+  // 5. serve; a region missing its guard too often gets its changed ops re-planned.
+  std::vector<Tensor> serve(const Published& p, const std::vector<Tensor>& inputs,
+                            TimingObserver& timing) {
+    ServingShapes shapes(*p.tracker);
+    OpObserver* obs[] = {&timing, &shapes};
+    // A call that throws counts nothing and notes no shape (it must not cause a re-plan).
+    std::vector<Tensor> out = p.exec->run(inputs, obs);
+    if (!shapes.notes.empty()) {
+      std::lock_guard<std::mutex> lock(notes_mu);
+      serving_notes.merge(shapes.notes);
+    }
+    if (!replan_due(*p.exec)) return out;
+    // One call re-plans; the others keep serving on the plan they have meanwhile.
+    std::unique_lock<std::mutex> lock(plan_mu, std::try_to_lock);
+    if (!lock.owns_lock()) return out;
+    const Published now = published();
+    if (!now.exec || !replan_due(*now.exec)) return out;  // (re-planned meanwhile)
+    // The ops whose shapes differ are changed for good; this call's inputs are interpreted once
+    // more, observed like a warm-up run, so that the dims that changed are symbols of the new
+    // plan (their ops then join dynamic regions: compiled once more, for every value).
+    std::map<int32_t, std::string> notes;
+    {
+      std::lock_guard<std::mutex> notes_lock(notes_mu);
+      notes = std::exchange(serving_notes, {});
+    }
+    for (auto& [node, what] : notes) tracker->mark_changed(node, runs, what);
+    ++replans;
+    SG_LOG(1) << "re-planning graph '" << graph.name << "' after repeated guard misses";
+    try {
+      observe(inputs, nullptr);
+    } catch (...) {  // (it ran once already: not expected)
+    }
+    plan(runs + 1);
+    return out;
+  }
+
+  // A warm-up run of `inputs` for the tracker and profiler (and `timing`, when given); one that
+  // throws leaves them as they were. Under plan_mu.
+  std::vector<Tensor> observe(const std::vector<Tensor>& inputs, TimingObserver* timing) {
+    std::vector<OpObserver*> obs;
+    if (timing) obs.push_back(timing);
+    obs.push_back(tracker.get());
+    obs.push_back(profiler.get());
     tracker->begin_run();
     profiler->begin_run();
     std::vector<Tensor> out;
@@ -117,78 +238,22 @@ struct Session::Impl {
     } catch (...) {
       tracker->abort_run();
       profiler->abort_run();
-      --runs;
       throw;
     }
     profiler->end_run();
     tracker->end_run();
-    SG_LOG(1) << "warm-up run " << tracker->runs() << "/" << options.warmup_runs << " of graph '"
-              << graph.name << "'";
-    if (tracker->runs() >= options.warmup_runs) plan();
     return out;
   }
 
-  // 5. serve; a region missing its guard too often gets its changed ops re-planned.
-  std::vector<Tensor> serve(const std::vector<Tensor>& inputs, TimingObserver& timing) {
-    OpObserver* obs[] = {&timing, serving.get()};
-    // A call that throws changes no counter and records no shape (it must not cause a re-plan).
-    counters_before.clear();  // (a member: no allocation per call)
-    for (const RegionPlan& r : exec->regions()) counters_before.push_back(RegionCounters::of(r));
-    std::vector<Tensor> out;
-    try {
-      out = exec->run(inputs, obs);
-    } catch (...) {
-      for (size_t i = 0; i < counters_before.size(); ++i)
-        counters_before[i].restore(exec->regions()[i]);
-      serving->discard();
-      --runs;
-      throw;
-    }
-    serving->commit();
-    const bool replan_due =
-        std::any_of(exec->regions().begin(), exec->regions().end(), [&](const RegionPlan& r) {
-          return (r.misses_since_plan >= options.max_guard_misses &&
-                  r.misses_since_plan >= r.hits_since_plan) ||
-                 r.shape_misses_since_plan >= options.max_guard_misses;
-        });
-    if (replan_due) {
-      // The ops whose shapes differ are changed for good; this call's inputs are interpreted
-      // once more, observed like a warm-up run, so that the dims that changed are symbols of the
-      // new plan (their ops then join dynamic regions: compiled once more, for every value).
-      for (auto& [node, what] : serving->take()) tracker->mark_changed(node, runs, what);
-      ++replans;
-      SG_LOG(1) << "re-planning graph '" << graph.name << "' after repeated guard misses";
-      observe(inputs);
-      plan();
-    }
-    return out;
-  }
-
-  // A warm-up-like run of `inputs` for the tracker and profiler only (its outputs are dropped);
-  // one that throws leaves them as they were.
-  void observe(const std::vector<Tensor>& inputs) {
-    OpObserver* obs[] = {tracker.get(), profiler.get()};
-    tracker->begin_run();
-    profiler->begin_run();
-    try {
-      interpreter->run(inputs, obs);
-    } catch (...) {
-      tracker->abort_run();
-      profiler->abort_run();
-      return;
-    }
-    profiler->end_run();
-    tracker->end_run();
-  }
-
-  // 2. classify and 3. partition; 4. compile the regions not compiled before.
-  void plan() {
+  // 2. classify and 3. partition; 4. compile the regions not compiled before; publish the plan
+  // (`call`: the first call that may use it). Under plan_mu.
+  void plan(int call) {
     const std::vector<bool> stable = tracker->stable();
     symbolic = tracker->symbolic_dims();
     value_shapes = shapes_seen(*tracker);  // (the merge of tiers asks for value guards)
     partition = build_regions(graph, stable, region_options());
-    std::vector<RegionPlan> old = exec ? std::move(exec->regions()) : std::vector<RegionPlan>{};
-    exec.reset();
+    const std::shared_ptr<const ExecutableGraph> before = published().exec;
+    std::vector<RegionPlan> old = before ? before->regions() : std::vector<RegionPlan>{};
     std::vector<RegionPlan> plans;
     std::vector<bool> kept(old.size(), false);
     for (const Region& r : partition.regions) {
@@ -200,7 +265,7 @@ struct Session::Impl {
                o.planned_sym == p.planned_sym && o.symbols == p.symbols;
       });
       if (same != old.end()) {
-        same->misses_since_plan = same->hits_since_plan = same->shape_misses_since_plan = 0;
+        same->stats->reset_since_plan();
         kept[static_cast<size_t>(same - old.begin())] = true;
         plans.push_back(std::move(*same));
         continue;
@@ -213,30 +278,29 @@ struct Session::Impl {
         plans.push_back(make_plan(r, value_shapes, *profiler, jit::Jit::Reuse::same_code));
       }
     }
-    for (size_t i = 0; i < old.size(); ++i) {  // regions not kept: keep their counts (their
-      if (kept[i]) continue;                   // kernels stay in the cache for the session)
-      dropped_calls += old[i].kernel_calls;
-      dropped_misses += old[i].guard_misses;
-    }
-    exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
-                                             WarmupShapes{value_shapes, stable}, subgraphs.get());
-    for (RegionPlan& p : exec->regions())
-      if (p.fn != nullptr && p.active_from_call == 0) p.active_from_call = runs + 1;
+    for (size_t i = 0; i < old.size(); ++i)  // regions not kept: their counts still count (their
+      if (!kept[i]) dropped.push_back(old[i].stats);  // kernels stay in the JIT for the session)
+    for (RegionPlan& p : plans)
+      if (p.fn != nullptr && p.active_from_call == 0) p.active_from_call = call;
+    auto ex = std::make_shared<const ExecutableGraph>(
+        graph, std::move(plans), WarmupShapes{value_shapes, stable}, subgraphs.get());
     if (background)  // jobs for regions re-planned away need not run
       background->drop_unless([&](uint64_t id) {
-        return std::any_of(exec->regions().begin(), exec->regions().end(),
+        return std::any_of(ex->regions().begin(), ex->regions().end(),
                            [&](const RegionPlan& r) { return r.compile_job == id; });
       });
     size_t n_stable = 0;
-    for (bool s : stable) n_stable += s;
+    for (bool st : stable) n_stable += st;
     SG_LOG(1) << "planned graph '" << graph.name << "': " << n_stable << " of " << stable.size()
-              << " ops stable, " << partition.regions.size() << " regions, " << exec->num_steps()
+              << " ops stable, " << partition.regions.size() << " regions, " << ex->num_steps()
               << " steps";
-    SG_LOG(1) << "memory plan: " << exec->arena_stats().buffers << " buffers in a "
-              << exec->arena_stats().arena_bytes << "-byte arena ("
-              << exec->arena_stats().unshared_bytes << " bytes without sharing)";
+    SG_LOG(1) << "memory plan: " << ex->arena_stats().buffers << " buffers in a "
+              << ex->arena_stats().arena_bytes << "-byte arena ("
+              << ex->arena_stats().unshared_bytes << " bytes without sharing)";
     for (size_t r = 0; r < partition.regions.size(); ++r)
       SG_LOG(2) << "region " << r << ": " << partition.regions[r].nodes.size() << " ops";
+    publish(std::move(ex), std::make_shared<const ShapeTracker>(*tracker));
+    planned_flag = true;
   }
 
   // What may join a region: the op, then this node's dtypes etc. (the JIT's reason when not).
@@ -430,9 +494,8 @@ struct Session::Impl {
       return;
     }
     try {
-      if (!jit) jit = jit::Jit::create({options.cache_dir, options.cache_max_bytes});
-      if (options.background_compile && options.mode == CompileMode::profile_guided) {
-        if (!background) background = std::make_unique<BackgroundCompiler>();
+      if (!jit) jit = options.runtime->impl().jit({options.cache_dir, options.cache_max_bytes});
+      if (background) {
         p.compile_job = ++compile_jobs;
         background->submit(p.compile_job,
                            [j = jit.get(), f = std::move(compile_it)] { return f(*j); });
@@ -450,7 +513,9 @@ struct Session::Impl {
       p.why_interpreted = c.why_not;
       return;
     }
+    handles.push_back(c.kernel.handle);
     p.fn = c.kernel.fn;
+    p.kernel_handle = c.kernel.handle;
     p.scratch_bytes = c.scratch_bytes;
     p.scratch_sym = std::move(c.scratch_sym);
     p.cache_hit = c.kernel.reused;
@@ -466,31 +531,46 @@ struct Session::Impl {
     ++compilations;
   }
 
-  // Background compilation: the kernels finished since the last call, installed in the plan
-  // between calls (`call`: the first call to use them). A kernel whose region was re-planned away
-  // meanwhile is dropped.
+  // Background compilation: the kernels finished since the last call, installed in a new copy
+  // of the plan (`call`: the first call to use them), published for the calls that start after;
+  // calls in flight finish on the copy they have. A kernel whose region was re-planned away
+  // meanwhile is dropped. Called by a call (install_ready) or wait_compiled(); under plan_mu.
   void install_compiled(int call) {
     if (!background) return;
-    for (BackgroundCompiler::Done& d : background->take_done()) {
-      RegionPlan* p = nullptr;
-      if (exec)
-        for (RegionPlan& r : exec->regions())
-          if (r.compile_job == d.job) p = &r;
-      if (p == nullptr) {
+    std::vector<BackgroundCompiler::Done> done = background->take_done();
+    if (done.empty()) return;
+    const Published p = published();
+    std::vector<RegionPlan> regions = p.exec ? p.exec->regions() : std::vector<RegionPlan>{};
+    bool changed = false;
+    for (BackgroundCompiler::Done& d : done) {
+      auto r = std::find_if(regions.begin(), regions.end(),
+                            [&](const RegionPlan& rp) { return rp.compile_job == d.job; });
+      if (r == regions.end()) {
         if (d.compiled.kernel.fn != nullptr) jit->remove(d.compiled.kernel.handle);
         continue;
       }
-      p->compile_job = 0;
+      changed = true;
+      r->compile_job = 0;
       if (!d.error.empty()) {
-        p->why_interpreted = d.error;
+        r->why_interpreted = d.error;
         continue;
       }
-      record(*p, std::move(d.compiled));
-      plan_threads(*p, *profiler);
-      if (p->fn != nullptr) p->active_from_call = call;
-      SG_LOG(2) << "installed the kernel of a region of " << p->region.nodes.size()
+      record(*r, std::move(d.compiled));
+      plan_threads(*r, *profiler);
+      if (r->fn != nullptr) r->active_from_call = call;
+      SG_LOG(2) << "installed the kernel of a region of " << r->region.nodes.size()
                 << " ops for call " << call;
     }
+    if (changed)
+      publish(std::make_shared<const ExecutableGraph>(*p.exec, std::move(regions)), nullptr);
+  }
+
+  // A call's chance to install finished kernels: only when there are some and no other thread
+  // is planning (then a later call installs them).
+  void install_ready(int call) {
+    if (!background || !background->has_done()) return;
+    std::unique_lock<std::mutex> lock(plan_mu, std::try_to_lock);
+    if (lock.owns_lock()) install_compiled(call);
   }
 
   // --- CompileMode::per_signature: the per-signature compiler baseline ---
@@ -503,16 +583,21 @@ struct Session::Impl {
   struct SignaturePlan {
     Partition partition;
     std::unique_ptr<OpProfiler> profile;  // of the signature's interpreted call
-    std::unique_ptr<ExecutableGraph> exec;
+    std::shared_ptr<const ExecutableGraph> exec;
   };
 
+  // Calls of known signatures run at once; a new signature's call plans and compiles under
+  // plan_mu (calls needing a plan wait for it: this is the baseline, not the product).
   std::vector<Tensor> run_per_signature(const std::vector<Tensor>& inputs, TimingObserver& timing) {
     std::vector<Shape> signature;
     for (const Tensor& t : inputs) signature.push_back(t.shape());
-    if (auto known = signatures.find(signature); known != signatures.end()) {
-      current = &known->second;
-      OpObserver* obs[] = {&timing};
-      return current->exec->run(inputs, obs);
+    OpObserver* run_obs[] = {&timing};
+    std::shared_ptr<const SignaturePlan> known;
+    std::unique_lock<std::mutex> lock(plan_mu);
+    if (auto it = signatures.find(signature); it != signatures.end()) {
+      current = known = it->second;
+      lock.unlock();
+      return known->exec->run(inputs, run_obs);
     }
     ShapeTracker shapes(graph);
     auto profile = std::make_unique<OpProfiler>(graph, 1);
@@ -520,9 +605,11 @@ struct Session::Impl {
     shapes.begin_run();
     std::vector<Tensor> out = interpreter->run(inputs, obs);
     shapes.end_run();
-    SignaturePlan sp =
-        plan_signature(shapes_seen(shapes), shapes.small_values(), std::move(profile));
-    current = &signatures.emplace(std::move(signature), std::move(sp)).first->second;
+    auto sp = std::make_shared<const SignaturePlan>(
+        plan_signature(shapes_seen(shapes), shapes.small_values(), std::move(profile)));
+    signatures.emplace(std::move(signature), sp);
+    current = sp;
+    planned_flag = true;
     return out;
   }
 
@@ -535,8 +622,8 @@ struct Session::Impl {
     std::vector<RegionPlan> plans;
     for (const Region& r : sp.partition.regions)
       plans.push_back(make_plan(r, shapes, *sp.profile, jit::Jit::Reuse::never, &values));
-    sp.exec = std::make_unique<ExecutableGraph>(graph, std::move(plans),
-                                                WarmupShapes{shapes, all_stable}, subgraphs.get());
+    sp.exec = std::make_shared<const ExecutableGraph>(
+        graph, std::move(plans), WarmupShapes{shapes, all_stable}, subgraphs.get());
     SG_LOG(1) << "compiled graph '" << graph.name << "' for input signature "
               << signatures.size() + 1 << ": " << sp.partition.regions.size() << " regions, "
               << sp.exec->num_steps() << " steps";
@@ -544,8 +631,10 @@ struct Session::Impl {
   }
 
   Report report() const {
+    std::lock_guard<std::mutex> lock(plan_mu);
     // What is being served: the profile-guided plan, or the latest call's signature's.
-    const ExecutableGraph* ex = current ? current->exec.get() : exec.get();
+    const std::shared_ptr<const ExecutableGraph> served = published().exec;
+    const ExecutableGraph* ex = current ? current->exec.get() : served.get();
     const Partition& part = current ? current->partition : partition;
     const OpProfiler& prof = current ? *current->profile : *profiler;
     Report rep;
@@ -561,16 +650,19 @@ struct Session::Impl {
     rep.compile_ms_total = compile_ms_total;
     rep.disk_loads = disk_loads;
     rep.signatures = static_cast<int>(signatures.size());
-    rep.kernel_calls = dropped_calls;
-    rep.guard_misses = dropped_misses;
+    for (const auto& stats : dropped) {
+      rep.kernel_calls += stats->kernel_calls;
+      rep.guard_misses += stats->guard_misses;
+    }
     for (const auto& [sig, other] : signatures) {
-      if (&other == current) continue;  // its regions are counted with the report's regions
-      for (const RegionPlan& plan : other.exec->regions()) {
-        rep.kernel_calls += plan.kernel_calls;
-        rep.guard_misses += plan.guard_misses;
+      if (other == current) continue;  // its regions are counted with the report's regions
+      for (const RegionPlan& plan : other->exec->regions()) {
+        rep.kernel_calls += plan.stats->kernel_calls;
+        rep.guard_misses += plan.stats->guard_misses;
       }
     }
     if (ex) {
+      rep.call_states = ex->call_states();
       rep.arena_buffers = ex->arena_stats().buffers;
       rep.arena_bytes = ex->arena_stats().arena_bytes;
       rep.arena_unshared_bytes = ex->arena_stats().unshared_bytes;
@@ -647,18 +739,17 @@ struct Session::Impl {
       if (rr.dynamic)
         for (int32_t n : plan.region.nodes) rr.stable_ops += stable_now[n];
       rr.symbols = plan.symbols;
-      for (int64_t c : plan.out_capacity) rr.dynamic_bytes += c;
-      if (!plan.scratch_sym.empty()) rr.dynamic_bytes += plan.scratch_capacity;
+      if (rr.dynamic) rr.dynamic_bytes = plan.stats->dynamic_bytes;
       rep.dynamic_bytes += rr.dynamic_bytes;
       rr.cache_hit = plan.cache_hit;
       rr.disk_hit = plan.disk_hit;
       rr.compiling = plan.compile_job != 0;
       rr.active_from_call = plan.active_from_call;
       rr.compile_ms = plan.compile_ms;
-      rr.kernel_calls = plan.kernel_calls;
-      rr.guard_misses = plan.guard_misses;
-      rep.kernel_calls += plan.kernel_calls;
-      rep.guard_misses += plan.guard_misses;
+      rr.kernel_calls = plan.stats->kernel_calls;
+      rr.guard_misses = plan.stats->guard_misses;
+      rep.kernel_calls += rr.kernel_calls;
+      rep.guard_misses += rr.guard_misses;
       rep.regions.push_back(std::move(rr));
     }
     rep.subgraphs = subgraphs->reports();
@@ -669,29 +760,43 @@ struct Session::Impl {
   SessionOptions options;
   int max_threads = 1;  // per region kernel: options.threads, or the hardware's
   std::unique_ptr<SubgraphSessions> subgraphs;  // If branches' Sessions; outlives their users
-  std::unique_ptr<Interpreter> interpreter;
+  std::unique_ptr<Interpreter> interpreter;     // (thread-safe)
+  std::shared_ptr<jit::Jit> jit;                // the runtime's: outlives the kernels plans call
+  std::atomic<int> runs{0};                     // calls begun, less those that threw
+  std::atomic<bool> planned_flag{false};
+
+  // The published plan, read by every serving call.
+  mutable std::mutex exec_mu;
+  std::shared_ptr<const ExecutableGraph> exec;
+  std::shared_ptr<const ShapeTracker> exec_tracker;
+
+  // Shapes serving calls saw differ from the plan's, since the last plan (for a re-plan).
+  std::mutex notes_mu;
+  std::map<int32_t, std::string> serving_notes;
+
+  mutable std::mutex times_mu;
+  std::vector<OpTime> times;  // the latest call's that returned
+
+  // Everything below: under plan_mu (warm-up observation, planning, installing kernels, report).
+  mutable std::mutex plan_mu;
   std::unique_ptr<ShapeTracker> tracker;
   std::unique_ptr<OpProfiler> profiler;
-  std::unique_ptr<ServingShapes> serving;
-  std::vector<RegionCounters> counters_before;  // serve(): to undo a call that threw
   Partition partition;
   std::vector<Shape> value_shapes;
   std::vector<std::string> not_compilable;  // per node: the JIT's reason, when it refused it
   std::vector<std::string> not_dynamic;     // per changed node: why it is in no dynamic region
   ShapeTracker::SymbolicDims symbolic;      // the warm-up's symbolic dims, as planned
-  std::unique_ptr<jit::Jit> jit;            // declared before exec: outlives the kernels exec calls
-  int next_kernel = 0;
-  std::unique_ptr<ExecutableGraph> exec;
-  int runs = 0, replans = 0;
-  int64_t dropped_calls = 0, dropped_misses = 0;  // counters of regions re-planned away
-  int compilations = 0;                           // kernels compiled, in either mode
+  int replans = 0;
+  std::vector<std::shared_ptr<RegionStats>> dropped;  // counters of regions re-planned away
+  int compilations = 0;                               // kernels compiled, in either mode
   double compile_ms_total = 0;
   int disk_loads = 0;
-  std::map<std::vector<Shape>, SignaturePlan> signatures;  // per_signature: plans by input shapes
-  SignaturePlan* current = nullptr;                        // per_signature: the latest call's
-  std::vector<OpTime> times;
+  std::vector<uint64_t> handles;  // the kernels this Session got from the JIT
+  // per_signature: plans by input shapes, and the latest call's
+  std::map<std::vector<Shape>, std::shared_ptr<const SignaturePlan>> signatures;
+  std::shared_ptr<const SignaturePlan> current;
   uint64_t compile_jobs = 0;  // background jobs submitted (their ids)
-  // Declared last, so destroyed first: its thread uses the graph and the JIT.
+  // Its thread uses the graph and the JIT: the destructor stops it first.
   std::unique_ptr<BackgroundCompiler> background;
 };
 
@@ -729,20 +834,28 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
 
 const Graph& Session::graph() const { return impl_->graph; }
 const SessionOptions& Session::options() const { return impl_->options; }
-const std::vector<OpTime>& Session::last_op_times() const { return impl_->times; }
-bool Session::planned() const { return impl_->exec || impl_->current; }
+void Session::warm_up(const std::vector<std::vector<Tensor>>& data_sets) {
+  impl_->warm_up(data_sets);
+}
+std::vector<OpTime> Session::last_op_times() const {
+  std::lock_guard<std::mutex> lock(impl_->times_mu);
+  return impl_->times;
+}
+bool Session::planned() const { return impl_->planned_flag; }
 void Session::wait_compiled() {
   if (impl_->background) {
     impl_->background->wait_idle();
+    std::lock_guard<std::mutex> lock(impl_->plan_mu);
     impl_->install_compiled(impl_->runs + 1);
   }
   impl_->subgraphs->wait_compiled();
 }
 bool Session::compiling() const {
-  return (impl_->background && impl_->background->busy()) ||
-         (impl_->exec && std::any_of(impl_->exec->regions().begin(), impl_->exec->regions().end(),
-                                     [](const RegionPlan& r) { return r.compile_job != 0; })) ||
-         impl_->subgraphs->compiling();
+  if (impl_->background && impl_->background->busy()) return true;
+  if (const auto ex = impl_->published().exec)
+    for (const RegionPlan& r : ex->regions())
+      if (r.compile_job != 0) return true;
+  return impl_->subgraphs->compiling();
 }
 Report Session::report() const { return impl_->report(); }
 

@@ -7,46 +7,82 @@
 
 namespace sgraph {
 
+namespace {
+thread_local SubgraphTimes* current_sink = nullptr;
+thread_local std::vector<OpTime> handed;
+}  // namespace
+
+SubgraphTimesScope::SubgraphTimesScope(SubgraphTimes* sink) : outer_(current_sink) {
+  current_sink = sink;
+}
+SubgraphTimesScope::~SubgraphTimesScope() { current_sink = outer_; }
+SubgraphTimes* SubgraphTimesScope::current() { return current_sink; }
+
+void hand_op_times(const std::vector<OpTime>& times) { handed = times; }
+std::vector<OpTime> take_handed_op_times() { return std::exchange(handed, {}); }
+
 std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
                                           std::span<const Tensor> inputs) {
-  auto [it, fresh] = index_.try_emplace(&g, entries_.size());
-  if (fresh) {
-    std::string label = node.name + "/" + g.name;
-    for (const auto& [name, value] : node.attrs)
-      if (auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value); sub && sub->get() == &g)
-        label = node.name + "/" + name;
-    entries_.push_back(Entry{std::move(label), std::make_unique<Session>(g, options_)});
+  Entry* e = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, fresh] = index_.try_emplace(&g, nullptr);
+    if (fresh) {
+      std::string label = node.name + "/" + g.name;
+      for (const auto& [name, value] : node.attrs)
+        if (auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value); sub && sub->get() == &g)
+          label = node.name + "/" + name;
+      try {
+        entries_.push_back(std::make_unique<Entry>(
+            Entry{std::move(label), std::make_unique<Session>(g, options_)}));
+      } catch (...) {
+        index_.erase(it);
+        throw;
+      }
+      it->second = entries_.back().get();
+    }
+    e = it->second;
   }
-  Entry& e = entries_[it->second];
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out;
+  take_handed_op_times();  // (none should be pending)
   try {
-    out = e.session->run(std::vector<Tensor>(inputs.begin(), inputs.end()));
+    out = e->session->run(std::vector<Tensor>(inputs.begin(), inputs.end()));
   } catch (const Error& err) {  // the caller adds the If node; keep the branch's node
-    throw Error("in subgraph '" + e.label + "': " + err.what());
+    throw Error("in subgraph '" + e->label + "': " + err.what());
   }
-  ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-             .count();
-  for (const OpTime& t : e.session->last_op_times())
-    times_.push_back(OpTime{e.label + "/" + t.node, t.op, t.ns});
+  std::vector<OpTime> times = take_handed_op_times();
+  if (SubgraphTimes* sink = SubgraphTimesScope::current()) {
+    sink->ns +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    for (OpTime& t : times) sink->times.push_back(OpTime{e->label + "/" + t.node, t.op, t.ns});
+  }
+  return out;
+}
+
+std::vector<SubgraphSessions::Entry*> SubgraphSessions::entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Entry*> out;
+  for (const auto& e : entries_) out.push_back(e.get());
   return out;
 }
 
 void SubgraphSessions::wait_compiled() {
-  for (Entry& e : entries_) e.session->wait_compiled();
+  for (Entry* e : entries()) e->session->wait_compiled();
 }
 
 bool SubgraphSessions::compiling() const {
-  for (const Entry& e : entries_)
-    if (e.session->compiling()) return true;
+  for (const Entry* e : entries())
+    if (e->session->compiling()) return true;
   return false;
 }
 
 std::vector<Report> SubgraphSessions::reports() const {
   std::vector<Report> out;
-  for (const Entry& e : entries_) {
-    out.push_back(e.session->report());
-    out.back().graph = e.label;
+  for (const Entry* e : entries()) {
+    out.push_back(e->session->report());
+    out.back().graph = e->label;
   }
   return out;
 }

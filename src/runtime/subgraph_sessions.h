@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,9 +17,40 @@
 
 namespace sgraph {
 
+// Op times across nested Sessions. A Session's call collects, in a SubgraphTimes of its own, the
+// times of the subgraph calls it makes (a subgraph runs on its parent's thread): the call opens a
+// SubgraphTimesScope, and SubgraphSessions adds each subgraph call's op times to the scope open on
+// its thread. A call made inside another's scope hands its op times to its thread when it returns
+// (hand_op_times), where the SubgraphSessions that made it takes them.
+struct SubgraphTimes {
+  std::vector<OpTime> times;  // interpreted ops of subgraphs, named "<label>/<node>"
+  int64_t ns = 0;             // the wall time the subgraphs took
+};
+
+class SubgraphTimesScope {
+ public:
+  explicit SubgraphTimesScope(SubgraphTimes* sink);
+  ~SubgraphTimesScope();
+  SubgraphTimesScope(const SubgraphTimesScope&) = delete;
+  SubgraphTimesScope& operator=(const SubgraphTimesScope&) = delete;
+  // The scope this one replaced: non-null when the call is a subgraph's.
+  SubgraphTimes* outer() const { return outer_; }
+  // The sink of the innermost scope open on this thread (null: none).
+  static SubgraphTimes* current();
+
+ private:
+  SubgraphTimes* outer_;
+};
+
+// A subgraph Session's call hands its op times to its thread; SubgraphSessions takes them.
+void hand_op_times(const std::vector<OpTime>& times);
+std::vector<OpTime> take_handed_op_times();
+
+// Thread-safe: calls on several threads may run subgraphs at once (a subgraph's Session is
+// made once, under a lock, and is itself safe to share).
 class SubgraphSessions final : public ops::SubgraphRunner {
  public:
-  explicit SubgraphSessions(SessionOptions options) : options_(options) {}
+  explicit SubgraphSessions(SessionOptions options) : options_(std::move(options)) {}
 
   std::vector<Tensor> run(const Node& node, const Graph& g,
                           std::span<const Tensor> inputs) override;
@@ -28,21 +60,18 @@ class SubgraphSessions final : public ops::SubgraphRunner {
   bool compiling() const;
   // One report per subgraph run so far, in first-use order, labelled "<node>/<attribute>".
   std::vector<Report> reports() const;
-  // For the parent's per-op times: the interpreted ops run inside subgraphs since the last call
-  // (named "<label>/<node>"), and the wall time the subgraphs took.
-  std::vector<OpTime> take_times() { return std::exchange(times_, {}); }
-  int64_t take_ns() { return std::exchange(ns_, 0); }
 
  private:
   struct Entry {
     std::string label;
     std::unique_ptr<Session> session;
   };
+  // The entries made so far (they are never removed: a pointer to one stays valid).
+  std::vector<Entry*> entries() const;
   SessionOptions options_;
-  std::vector<Entry> entries_;            // in first-use order
-  std::map<const Graph*, size_t> index_;  // subgraph -> its entry
-  std::vector<OpTime> times_;
-  int64_t ns_ = 0;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Entry>> entries_;  // in first-use order
+  std::map<const Graph*, Entry*> index_;         // subgraph -> its entry
 };
 
 }  // namespace sgraph

@@ -53,8 +53,8 @@ TEST_CASE("ExecutableGraph: a region step calls its kernel when the guard holds"
   const Tensor x = f32({4}, {1, -2, 3, -4}), c = f32({4}, {0.5f, 0.5f, 0.5f, 0.5f});
   check_close(eg.run(std::vector<Tensor>{x, c})[0], {4}, {3, 0, 7, 0});
   CHECK(g_kernel_calls == 1);
-  CHECK(eg.regions()[0].kernel_calls == 1);
-  CHECK(eg.regions()[0].guard_misses == 0);
+  CHECK(eg.regions()[0].stats->kernel_calls == 1);
+  CHECK(eg.regions()[0].stats->guard_misses == 0);
 }
 
 TEST_CASE("ExecutableGraph: a region's output buffer is reused only when nobody holds it") {
@@ -71,7 +71,7 @@ TEST_CASE("ExecutableGraph: a region's output buffer is reused only when nobody 
   first = Tensor();
   second = Tensor();
   CHECK(eg.run(in)[0].raw_data() != nullptr);  // reuses the last buffer, now unheld
-  const void* reused = eg.regions()[0].last_outputs[0].raw_data();
+  const void* reused = eg.kept_outputs(0)[0];
   CHECK(eg.run(in)[0].raw_data() == reused);
 }
 
@@ -82,8 +82,8 @@ TEST_CASE("ExecutableGraph: other shapes fall back to the interpreter and count 
   const Tensor x = f32({5}, {1, -2, 3, -4, 5}), c = f32({5}, {0, 0, 0, 0, -10});
   check_close(eg.run(std::vector<Tensor>{x, c})[0], {5}, {2, 0, 6, 0, 0});
   CHECK(g_kernel_calls == 0);
-  CHECK(eg.regions()[0].guard_misses == 1);
-  CHECK(eg.regions()[0].misses_since_plan == 1);
+  CHECK(eg.regions()[0].stats->guard_misses == 1);
+  CHECK(eg.regions()[0].stats->misses_since_plan == 1);
   // Back to the compiled shape: the kernel runs again.
   check_close(eg.run(std::vector<Tensor>{f32({4}, {1, 1, 1, 1}), f32({4}, {0, 0, 0, 0})})[0], {4},
               {2, 2, 2, 2});
@@ -95,7 +95,7 @@ TEST_CASE("ExecutableGraph: a region without a kernel is interpreted without cou
   ExecutableGraph eg(f.g, {f.plan(nullptr)});
   check_close(eg.run(std::vector<Tensor>{f32({4}, {1, -2, 3, -4}), f32({4}, {0, 0, 0, 0})})[0], {4},
               {2, 0, 6, 0});
-  CHECK(eg.regions()[0].guard_misses == 0);
+  CHECK(eg.regions()[0].stats->guard_misses == 0);
 }
 
 TEST_CASE("ExecutableGraph: steps follow the contracted graph's topological order") {
