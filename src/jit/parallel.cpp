@@ -11,10 +11,24 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
+#include <mutex>
 #include <new>
+#include <stdexcept>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "sgraph/error.h"
+
+// ThreadSanitizer builds run parallel loops on plain threads: Debian's libtbb is not instrumented,
+// so TSan cannot see its hand-offs of work between threads and would report every parallel loop.
+// Plain std::threads (same chunks, same nesting) keep the kernels' own memory accesses checked.
+#if defined(__SANITIZE_THREAD__)
+#define SGRAPH_PLAIN_THREADS 1
+#else
+#define SGRAPH_PLAIN_THREADS 0
+#endif
 
 namespace sgraph {
 
@@ -58,7 +72,8 @@ KernelContext::KernelContext(int t) : threads(t) {
   SG_ASSERT(threads >= 1) << "a kernel context needs at least one thread, got " << threads;
   // TBB's worker pool holds the machine's threads less one: an arena asking for more than that
   // gets no more, and TBB warns on stderr.
-  if (threads > 1) arena = std::make_unique<Arena>(std::min(threads, hardware_threads()));
+  if (threads > 1 && !SGRAPH_PLAIN_THREADS)
+    arena = std::make_unique<Arena>(std::min(threads, hardware_threads()));
 }
 
 KernelContext::~KernelContext() = default;
@@ -113,6 +128,33 @@ void maybe_fail_for_testing() {
 
 }  // namespace sgraph
 
+namespace {
+
+// Runs chunks 0 <= c < n, each once, on `threads` plain threads (the caller one of them); the
+// first exception is rethrown on the caller.
+template <class Chunk>
+[[maybe_unused]] void run_on_plain_threads(int threads, int64_t n, const Chunk& chunk) {
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  std::exception_ptr first;
+  auto work = [&] {
+    try {
+      for (int64_t c; (c = next.fetch_add(1)) < n;) chunk(c);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!first) first = std::current_exception();
+      next.store(n);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& h : helpers) h.join();
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace
+
 extern "C" void sgraph_parallel_for(void* ctx,
                                     void (*nest)(void* const* ptrs, int64_t begin, int64_t end),
                                     void* const* ptrs, int64_t trip) {
@@ -128,15 +170,25 @@ extern "C" void sgraph_parallel_for(void* ctx,
     const int64_t n = std::min<int64_t>(trip, k->threads * sgraph::kChunksPerThread);
     const int64_t q = trip / n, r = trip % n;
     auto begin_of = [&](int64_t c) { return c * q + std::min(c, r); };
+    // A helper the nest calls (a nested parallel loop, the GEMM) records its failure on the thread
+    // that ran the chunk, a worker perhaps: it is carried to this call's thread as an exception.
+    auto chunk = [&](int64_t c) {
+      nest(ptrs, begin_of(c), begin_of(c + 1));
+      if (std::string failed = sgraph::take_kernel_failure(); !failed.empty())
+        throw std::runtime_error(failed);
+    };
+#if SGRAPH_PLAIN_THREADS
+    run_on_plain_threads(k->threads, n, chunk);
+#else
     k->arena->arena.execute([&] {
       tbb::parallel_for(
           tbb::blocked_range<int64_t>(0, n, 1),
           [&](const tbb::blocked_range<int64_t>& cs) {
-            for (int64_t c = cs.begin(); c != cs.end(); ++c)
-              nest(ptrs, begin_of(c), begin_of(c + 1));
+            for (int64_t c = cs.begin(); c != cs.end(); ++c) chunk(c);
           },
           tbb::simple_partitioner());
     });
+#endif
   } catch (const std::exception& e) {
     sgraph::record_kernel_failure(e.what());
   } catch (...) {

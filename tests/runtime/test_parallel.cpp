@@ -2,6 +2,7 @@
 // a Session gives its regions.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <mutex>
@@ -164,6 +165,39 @@ TEST_CASE("sgraph_parallel_for: a nest may itself run parallel nests (from insid
     sgraph_parallel_for(&outer, rows, ptrs, kRows);
     for (const Coverage& c : n.per_row) CHECK(not_once(c) == 0);
   }
+}
+
+TEST_CASE("sgraph_parallel_for: a helper failing on a worker is the caller's failure") {
+  // The inner loop's failure is recorded on the thread that ran the outer chunk; the outer call
+  // must carry it to its caller, which takes failures after the kernel returns.
+  KernelContext outer(2);
+  struct Nested {
+    std::thread::id caller;
+    std::atomic<bool> injected{false};
+    Coverage inner{64};
+  } n;
+  n.caller = std::this_thread::get_id();
+  auto rows = [](void* const* ptrs, int64_t begin, int64_t end) {
+    auto& st = *static_cast<Nested*>(ptrs[0]);
+    for (int64_t r = begin; r < end; ++r) {
+      if (std::this_thread::get_id() != st.caller && !st.injected.exchange(true))
+        fail_kernel_helpers_for_testing(1);  // the next helper call, this row's
+      void* p[] = {&st.inner};
+      sgraph_parallel_for(nullptr, record, p, 64);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // a worker takes some rows
+    }
+  };
+  void* ptrs[] = {&n};
+  take_kernel_failure();
+  for (int attempt = 0; attempt < 50 && !n.injected.load(); ++attempt) {
+    sgraph_parallel_for(&outer, rows, ptrs, 16);
+    if (!n.injected.load()) CHECK(take_kernel_failure().empty());
+  }
+  fail_kernel_helpers_for_testing(0);
+  REQUIRE(n.injected.load());  // (a worker ran some rows in 50 tries)
+  const std::string failed = take_kernel_failure();
+  CHECK(contains(failed, "alloc"));
+  CHECK(take_kernel_failure().empty());  // taken once
 }
 
 TEST_CASE("region_threads: 1 for tiny regions, more for larger ones, monotone and capped") {
