@@ -58,9 +58,11 @@ struct SessionOptions {
   int min_region_ops = 2;       // smallest region worth compiling
   bool interpret_only = false;  // no profiling, no planning: every run interprets
   // A region's changed ops are re-planned once it has missed its guard this many times since it
-  // was planned AND at least as often as its kernel ran: an occasional other shape (an epoch's
-  // smaller last batch) keeps the kernel and just falls back for that call. At a re-plan, the
-  // call's inputs are interpreted once more, observed like a warm-up run: the dims that changed
+  // was planned AND at least as often as its kernel ran over its recent calls (hits and misses
+  // decay by half every few hundred calls, so a shift of traffic to other shapes re-plans within
+  // a few hundred calls however long the old shapes were served): an occasional other shape (an
+  // epoch's smaller last batch) keeps the kernel and just falls back for that call. At a re-plan,
+  // the call's inputs are interpreted once more, observed like a warm-up run: the dims that changed
   // while serving are then symbols, so the changed ops can join dynamic regions. A dynamic
   // region re-plans after this many misses on a dim its plan holds static (or a relation between
   // dims) whatever its hits: that dim then becomes a symbol, once (an epoch's last batch of

@@ -443,6 +443,7 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
       stats.misses_since_plan += c.misses;
     }
     if (c.shape_misses) stats.shape_misses_since_plan += c.shape_misses;
+    if (c.calls || c.misses) stats.note_recent(c.calls, c.misses);
   }
   return result;
 }

@@ -40,11 +40,33 @@ struct RegionStats {
   // Bytes of the blocks a dynamic region keeps from call to call (its outputs, its scratch of
   // symbolic size), over every call state of the plans sharing these stats.
   std::atomic<int64_t> dynamic_bytes{0};
+  // Hits and misses of the recent calls: both are halved whenever their sum reaches
+  // kRecentWindow, so they weigh the last few hundred calls and forget older ones. A re-plan
+  // compares these, not the totals, so a region that served a million calls at one shape still
+  // re-plans within a few hundred calls once traffic moves to other shapes. (Halving races with
+  // calls adding theirs: an add between the load and the subtraction survives; the split is a
+  // heuristic anyway.)
+  static constexpr int64_t kRecentWindow = 512;
+  std::atomic<int64_t> recent_hits{0}, recent_misses{0};
+  void note_recent(int64_t hits, int64_t misses) {
+    const int64_t h = recent_hits += hits;
+    const int64_t m = recent_misses += misses;
+    if (h + m < kRecentWindow) return;
+    std::lock_guard<std::mutex> lock(decay_mu);
+    if (recent_hits + recent_misses < kRecentWindow) return;  // another call halved them
+    recent_hits -= recent_hits / 2;
+    recent_misses -= recent_misses / 2;
+  }
   void reset_since_plan() {
     misses_since_plan = 0;
     hits_since_plan = 0;
     shape_misses_since_plan = 0;
+    recent_hits = 0;
+    recent_misses = 0;
   }
+
+ private:
+  std::mutex decay_mu;
 };
 
 // A region's plan: immutable once its ExecutableGraph serves (what changes from call to call is

@@ -181,8 +181,8 @@ struct Session::Impl {
   bool replan_due(const ExecutableGraph& ex) const {
     return std::any_of(ex.regions().begin(), ex.regions().end(), [&](const RegionPlan& r) {
       const RegionStats& st = *r.stats;
-      const int64_t misses = st.misses_since_plan;
-      return (misses >= options.max_guard_misses && misses >= st.hits_since_plan) ||
+      return (st.misses_since_plan >= options.max_guard_misses &&
+              st.recent_misses >= st.recent_hits) ||
              st.shape_misses_since_plan >= options.max_guard_misses;
     });
   }

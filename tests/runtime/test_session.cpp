@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "onnx/backend_test.h"
+#include "runtime/executable_graph.h"
 #include "runtime/session_graphs.h"
 #include "test_util.h"
 
@@ -281,6 +282,26 @@ TEST_CASE("Session: an occasional other shape falls back without losing the kern
   // Once misses are as frequent as hits, the changed ops are re-planned.
   for (uint32_t call = 0; call < 40; ++call) s.run({random_f32({5, 4}, 200 + call)});
   CHECK(s.report().replans == 1);
+}
+
+TEST_CASE("Session: traffic moving to another shape re-plans soon, however long the old one ran") {
+  // 5,000 calls at batch 3, then batch 5 only: the totals would need 5,000 misses before misses
+  // outnumber hits; the recent counts (halved every RegionStats::kRecentWindow calls) need about
+  // one window. An epoch's occasional other batch still keeps the kernel (test above).
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
+  for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
+  const Tensor x3 = random_f32({3, 4}, 2);
+  for (int call = 0; call < 5000; ++call) s.run({x3});
+  REQUIRE(s.report().replans == 0);
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
+  int calls = 0;
+  while (s.report().replans == 0 && calls < 5000) {
+    const Tensor x5 = random_f32({5, 4}, 100 + uint32_t(calls++));
+    check_tensors_close(s.run({x5})[0], ref.run({x5})[0]);
+  }
+  CHECK(s.report().replans == 1);
+  CHECK(calls <= 2 * RegionStats::kRecentWindow);
+  CHECK(calls >= 2);
 }
 
 TEST_CASE("Session: merge_tiers makes a static region and the dynamic one next to it one kernel") {
