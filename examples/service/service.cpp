@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,7 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using ordered_json = nlohmann::ordered_json;
 
 constexpr int kMaxRank = 16;
 constexpr int kMaxNesting = kMaxRank + 8;  // {"inputs": {"x": {"data": [[...]]}}} and some slack
@@ -144,31 +144,56 @@ Tensor parse_tensor(const ValueInfo& info, const json& j) {
   return t;
 }
 
-template <class J>
-J tensor_json(const Tensor& t) {
-  J out;
-  out["shape"] = t.shape();
-  out["dtype"] = std::string(dtype_name(t.dtype()));
-  J data = J::array();
-  auto& arr = data.template get_ref<typename J::array_t&>();
-  arr.reserve(size_t(t.numel()));
+// A JSON string (quoted, escaped).
+std::string json_string(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Appends {"shape": [...], "dtype": "...", "data": [...]}. Written directly rather than through a
+// json value: floats in their shortest round-trip form (a float held as a JSON double prints 17
+// digits, doubling the response), and no per-element allocation.
+void append_tensor_json(std::string& out, const Tensor& t) {
+  char buf[32];
+  out += "{\"shape\":[";
+  for (size_t i = 0; i < t.shape().size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(t.shape()[i]);
+  }
+  out += "],\"dtype\":\"";
+  out += dtype_name(t.dtype());
+  out += "\",\"data\":[";
+  out.reserve(out.size() + size_t(t.numel()) * 12 + 2);
   visit_dtype(t.dtype(), [&]<class T>() {
     const T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) {
+      if (i) out += ',';
       if constexpr (std::is_floating_point_v<T>) {
-        if (std::isfinite(p[i]))
-          arr.emplace_back(p[i]);
-        else
-          arr.emplace_back(nullptr);
+        if (!std::isfinite(p[i])) {
+          out += "null";
+          continue;
+        }
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, p[i]).ptr);
       } else if constexpr (std::is_same_v<T, bool>) {
-        arr.emplace_back(bool(p[i]));
+        out += p[i] ? "true" : "false";
       } else {
-        arr.emplace_back(int64_t(p[i]));
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, int64_t(p[i])).ptr);
       }
     }
   });
-  out["data"] = std::move(data);
-  return out;
+  out += "]}";
+}
+
+// {"name": tensor, ...} in the order given.
+void append_tensors_json(std::string& out, const Graph& g, const std::vector<ValueId>& ids,
+                         const std::vector<Tensor>& tensors) {
+  out += '{';
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (i) out += ',';
+    out += json_string(g.value(ids[i]).name);
+    out += ':';
+    append_tensor_json(out, tensors[i]);
+  }
+  out += '}';
 }
 
 json dims_json(const std::optional<DimList>& dims) {
@@ -281,14 +306,12 @@ std::vector<Tensor> parse_predict_request(const Graph& graph, std::string_view b
 std::string format_predict_request(const Graph& graph, const std::vector<Tensor>& inputs,
                                    const std::string& id) {
   SG_CHECK(inputs.size() == graph.inputs.size()) << "one tensor per model input";
-  ordered_json j;
-  if (!id.empty()) j["id"] = id;
-  ordered_json ins = ordered_json::object();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins[graph.value(graph.inputs[i]).name] = tensor_json<ordered_json>(inputs[i]);
-  }
-  j["inputs"] = std::move(ins);
-  return j.dump();
+  std::string out = "{";
+  if (!id.empty()) out += "\"id\":" + json_string(id) + ",";
+  out += "\"inputs\":";
+  append_tensors_json(out, graph, graph.inputs, inputs);
+  out += '}';
+  return out;
 }
 
 std::vector<Tensor> parse_predict_response(const Graph& graph, std::string_view body,
@@ -367,16 +390,12 @@ ServiceResponse Service::predict(std::string_view body) {
     std::string id;
     std::vector<Tensor> inputs = parse_predict_request(session_->graph(), body, &id);
     std::vector<Tensor> outputs = session_->run(inputs);
-    ordered_json j;
-    if (!id.empty()) j["id"] = ordered_json::parse(id);
-    j["model_name"] = name_;
-    ordered_json outs = ordered_json::object();
-    const Graph& g = session_->graph();
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      outs[g.value(g.outputs[i]).name] = tensor_json<ordered_json>(outputs[i]);
-    }
-    j["outputs"] = std::move(outs);
-    r.body = j.dump();
+    // id is the request's JSON text of a string or an integer: echoed as it came.
+    r.body = "{";
+    if (!id.empty()) r.body += "\"id\":" + id + ",";
+    r.body += "\"model_name\":" + json_string(name_) + ",\"outputs\":";
+    append_tensors_json(r.body, session_->graph(), session_->graph().outputs, outputs);
+    r.body += '}';
   } catch (const Error& e) {
     r.status = is_internal(e) ? 500 : 400;
     r.body = error_body(e.what());
