@@ -3,7 +3,6 @@
 #pragma once
 
 #include <filesystem>
-#include <string>
 #include <vector>
 
 #include "sgraph/sgraph.h"
@@ -11,19 +10,7 @@
 namespace sgraph::bench {
 
 inline std::vector<std::vector<Tensor>> load_data_sets(const std::filesystem::path& dir) {
-  std::vector<std::vector<Tensor>> sets;
-  for (int k = 0;; ++k) {
-    const auto ds = dir / ("test_data_set_" + std::to_string(k));
-    if (!std::filesystem::is_directory(ds)) break;
-    std::vector<Tensor> inputs;
-    for (int i = 0;; ++i) {
-      const auto pb = ds / ("input_" + std::to_string(i) + ".pb");
-      if (!std::filesystem::exists(pb)) break;
-      inputs.push_back(load_tensor_pb(pb.string()));
-    }
-    sets.push_back(std::move(inputs));
-  }
-  return sets;
+  return load_data_set_inputs(dir.string());
 }
 
 }  // namespace sgraph::bench

@@ -227,37 +227,6 @@ std::string error_body(const std::string& message) {
 
 bool is_internal(const Error& e) { return e.message().rfind("internal error", 0) == 0; }
 
-// The input_<i>.pb files of one data set, in order of i.
-std::vector<Tensor> load_data_set(const fs::path& dir) {
-  std::vector<Tensor> inputs;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / ("input_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    inputs.push_back(load_tensor_pb(p.string()));
-  }
-  return inputs;
-}
-
-std::vector<std::vector<Tensor>> load_data_sets(const std::string& dir) {
-  SG_CHECK(fs::is_directory(dir)) << dir << ": no such folder";
-  std::vector<fs::path> sets;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) {
-      sets.push_back(e.path());
-    }
-  }
-  // test_data_set_2 before test_data_set_10.
-  std::sort(sets.begin(), sets.end(), [](const fs::path& a, const fs::path& b) {
-    auto n = [](const fs::path& p) { return std::stoll(p.filename().string().substr(14)); };
-    return n(a) < n(b);
-  });
-  std::vector<std::vector<Tensor>> out;
-  for (const fs::path& s : sets) out.push_back(load_data_set(s));
-  if (out.empty()) out.push_back(load_data_set(dir));
-  SG_CHECK(!out.front().empty()) << dir << ": no test_data_set_<k>/input_<i>.pb files";
-  return out;
-}
-
 }  // namespace
 
 std::vector<Tensor> parse_predict_request(const Graph& graph, std::string_view body,
@@ -358,7 +327,9 @@ Service::Service(ServiceOptions options) : options_(std::move(options)) {
   if (name_.empty()) name_ = g.name;
   session_ = std::make_unique<Session>(std::move(g), options_.session);
   if (!options_.warmup_dir.empty()) {
-    auto sets = load_data_sets(options_.warmup_dir);
+    SG_CHECK(fs::is_directory(options_.warmup_dir)) << options_.warmup_dir << ": no such folder";
+    auto sets = load_data_set_inputs(options_.warmup_dir);
+    SG_CHECK(!sets.empty()) << options_.warmup_dir << ": no test_data_set_<k>/input_<i>.pb files";
     try {
       session_->warm_up(sets);
     } catch (Error& e) {

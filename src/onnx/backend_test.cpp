@@ -80,6 +80,16 @@ std::vector<Tensor> load_outputs(const std::string& data_set_dir) {
   return load_numbered(data_set_dir, "output_");
 }
 
+std::vector<std::vector<Tensor>> load_data_set_inputs(const std::string& dir) {
+  std::vector<std::vector<Tensor>> sets;
+  for (const std::string& ds : data_sets(dir)) sets.push_back(load_inputs(ds));
+  if (sets.empty()) {
+    std::vector<Tensor> inputs = load_inputs(dir);
+    if (!inputs.empty()) sets.push_back(std::move(inputs));
+  }
+  return sets;
+}
+
 namespace {
 
 std::string unknown_op_in(const onnx::GraphProto& g) {

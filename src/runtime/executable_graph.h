@@ -32,7 +32,7 @@ namespace sgraph {
 // adds its counts when it returns, and a call that throws adds none.
 struct RegionStats {
   std::atomic<int64_t> kernel_calls{0}, guard_misses{0};
-  std::atomic<int64_t> misses_since_plan{0}, hits_since_plan{0};
+  std::atomic<int64_t> misses_since_plan{0};
   // A dynamic region's misses on a dim static in its plan or a relation between dims (not on a
   // dtype or a size below the least): re-planning makes that dim a symbol, so these re-plan
   // whatever the hits (a region is then compiled once per newly symbolic set of dims).
@@ -59,7 +59,6 @@ struct RegionStats {
   }
   void reset_since_plan() {
     misses_since_plan = 0;
-    hits_since_plan = 0;
     shape_misses_since_plan = 0;
     recent_hits = 0;
     recent_misses = 0;
