@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     LoadResult r = run_load(o, requests);
     std::fputs(r.to_text(o).c_str(), stdout);
     return r.errors == 0 && r.mismatches == 0 && r.requests > 0 ? 0 : 1;
-  } catch (const sgraph::Error& e) {
+  } catch (const std::exception& e) {  // sgraph::Error, or a system or library failure
     std::fprintf(stderr, "sgraph_load: %s\n", e.what());
     return 1;
   }

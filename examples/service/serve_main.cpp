@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     pthread_kill(waiter.native_handle(), SIGTERM);  // releases the waiter if no signal came
     waiter.join();
     std::printf("sgraph_serve: stopped\n");
-  } catch (const sgraph::Error& e) {
+  } catch (const std::exception& e) {  // sgraph::Error, or a system or library failure
     std::fprintf(stderr, "sgraph_serve: %s\n", e.what());
     return 1;
   }
