@@ -37,6 +37,7 @@ struct OpReport {
 struct RegionReport {
   int id = 0;
   std::vector<std::string> nodes;
+  std::vector<int32_t> node_ids;             // the same nodes, by index in the graph
   std::vector<std::string> inputs, outputs;  // boundary values
   // Inputs the region's shapes are computed from by value (a Shape(x) vector feeding a Reshape):
   // the guard checks their values too.
@@ -66,6 +67,9 @@ struct Report {
   std::string graph;
   std::string mode;     // "interpret", "profile_guided" or "per_signature" (see CompileMode)
   int warmup_runs = 0;  // completed
+  // The graph's warm-up record (SessionOptions::use_warmup_record): "" when it has none, "loaded"
+  // when the plan was made from it, else why it was ignored.
+  std::string warmup_record;
   bool planned = false;
   // Compilation over the session's life, re-planned-away regions included: kernels compiled (a
   // kernel taken from the cache is not a compilation) and the time compiling them took; in

@@ -100,7 +100,17 @@ struct SessionOptions {
   // Whose JIT and kernel cache the Session uses (its subgraphs' Sessions use the same): null, the
   // process's (Runtime::process()).
   std::shared_ptr<Runtime> runtime = nullptr;
+  // A graph whose metadata holds a warm-up record (kWarmupRecordKey: a model written by
+  // save_planned_onnx / `sgraph export`) is planned when the Session is made, from that record,
+  // with no warm-up run; its kernels come from the disk cache or are compiled then (on the compile
+  // thread with background_compile). A record made for another graph (the model edited since) or
+  // damaged is ignored, with the reason in Report::warmup_record, and the Session warms up as
+  // usual. False: always warm up.
+  bool use_warmup_record = true;
 };
+
+// The metadata key of a model's warm-up record (SessionOptions::use_warmup_record).
+inline constexpr const char* kWarmupRecordKey = "sgraph.warmup_record";
 
 struct OpTime {
   std::string node;
@@ -152,6 +162,13 @@ class Session {
   void wait_compiled();
   // True while a kernel is being compiled in the background or waits to be installed.
   bool compiling() const;
+  // The warm-up record the current plan was made from (the warm-up runs, and the calls re-plans
+  // observed), as text for the model's metadata under kWarmupRecordKey, naming the graph's nodes
+  // and values by `node_names` / `value_names` (by index and id; unique, non-empty: the names the
+  // model is written with). Throws sgraph::Error before the Session has planned, and in
+  // per_signature or interpret_only mode.
+  std::string warmup_record(const std::vector<std::string>& node_names,
+                            const std::vector<std::string>& value_names) const;
 
  private:
   struct Impl;

@@ -48,4 +48,24 @@ void OpProfiler::on_op(const OpEvent& e) {
   }
 }
 
+void OpProfiler::restore(std::vector<std::vector<int64_t>> samples,
+                         const std::vector<OpProfile>& figures) {
+  SG_CHECK(samples.size() == profiles_.size() && figures.size() == profiles_.size())
+      << "a profile of " << samples.size() << " ops for a graph of " << profiles_.size();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    std::vector<int64_t>& t = samples[i];
+    std::sort(t.begin(), t.end());
+    OpProfile p = figures[i];
+    SG_CHECK(p.bytes_read >= 0 && p.bytes_written >= 0 && p.allocations >= 0)
+        << "op " << i << ": a negative byte or allocation count";
+    const size_t n = t.size();
+    p.runs = static_cast<int>(n);
+    p.min_ns = n ? t.front() : 0;
+    p.median_ns = n == 0 ? 0 : n % 2 ? t[n / 2] : t[n / 2 - 1] + (t[n / 2] - t[n / 2 - 1]) / 2;
+    profiles_[i] = p;
+  }
+  times_ = std::move(samples);
+  saved_.reset();
+}
+
 }  // namespace sgraph

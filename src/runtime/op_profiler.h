@@ -50,6 +50,12 @@ class OpProfiler final : public OpObserver {
   }
   size_t size() const { return profiles_.size(); }
 
+  // Every op's samples (sorted), to save a warm-up with its model; restore() recomputes the
+  // profiles from them and keeps the byte and allocation figures given (sgraph::Error when the
+  // sizes do not fit the graph).
+  const std::vector<std::vector<int64_t>>& samples() const { return times_; }
+  void restore(std::vector<std::vector<int64_t>> samples, const std::vector<OpProfile>& figures);
+
  private:
   void check(int32_t node) const;
   std::vector<OpProfile> profiles_;          // per node

@@ -51,9 +51,13 @@ std::string Report::to_text() const {
     in_region += o.region >= 0;
   }
   os << "graph " << graph << ": " << ops.size() << " ops after " << warmup_runs
-     << " warm-up runs: " << stable << " stable, " << ops.size() - stable << " changed; "
-     << regions.size() << " regions covering " << in_region << " ops"
-     << (planned ? "" : " (not planned yet)") << "\n";
+     << (warmup_record == "loaded" ? " warm-up runs (from the model's warm-up record)"
+                                   : " warm-up runs")
+     << ": " << stable << " stable, " << ops.size() - stable << " changed; " << regions.size()
+     << " regions covering " << in_region << " ops" << (planned ? "" : " (not planned yet)")
+     << "\n";
+  if (!warmup_record.empty() && warmup_record != "loaded")
+    os << "warm-up record " << warmup_record << "\n";
   if (planned)
     os << "executable graph: " << steps << " steps for " << ops.size() << " ops"
        << (replans ? ", re-planned " + std::to_string(replans) + " times" : "") << "\n";
@@ -127,6 +131,7 @@ nlohmann::ordered_json json_of(const Report& rep) {
   j["graph"] = rep.graph;
   j["mode"] = rep.mode;
   j["warmup_runs"] = rep.warmup_runs;
+  j["warmup_record"] = rep.warmup_record;
   j["planned"] = rep.planned;
   j["replans"] = rep.replans;
   j["steps"] = rep.steps;

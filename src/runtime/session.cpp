@@ -23,6 +23,7 @@
 #include "runtime/shape_tracker.h"
 #include "runtime/subgraph_sessions.h"
 #include "runtime/value_guards.h"
+#include "runtime/warmup_record.h"
 
 namespace sgraph {
 
@@ -78,6 +79,33 @@ struct Session::Impl {
     profiler = std::make_unique<OpProfiler>(graph, options.warmup_runs);
     if (options.background_compile && options.mode == CompileMode::profile_guided)
       background = std::make_unique<BackgroundCompiler>();
+    if (auto it = graph.metadata.find(kWarmupRecordKey); it != graph.metadata.end())
+      plan_from_record(it->second);
+  }
+
+  // A model saved with its warm-up record: planned now, without warm-up runs. A record that does
+  // not fit is ignored (the reason in the report) and the Session warms up as usual.
+  void plan_from_record(const std::string& text) {
+    if (!options.use_warmup_record) {
+      record_status = "ignored: SessionOptions::use_warmup_record is false";
+      return;
+    }
+    if (options.interpret_only || options.mode != CompileMode::profile_guided) {
+      record_status = "ignored: not used in this mode";
+      return;
+    }
+    std::lock_guard<std::mutex> lock(plan_mu);
+    try {
+      load_warmup_record(graph, text, *tracker, *profiler);
+    } catch (const Error& e) {
+      record_status = std::string("ignored: ") + e.what();
+      SG_LOG(0) << "graph '" << graph.name << "': " << record_status;
+      return;
+    }
+    record_status = "loaded";
+    SG_LOG(1) << "graph '" << graph.name << "': planned from its warm-up record ("
+              << tracker->runs() << " runs)";
+    plan(1);
   }
 
   ~Impl() {
@@ -643,6 +671,7 @@ struct Session::Impl {
                : options.mode == CompileMode::per_signature ? "per_signature"
                                                             : "profile_guided";
     rep.warmup_runs = tracker->runs();
+    rep.warmup_record = record_status;
     rep.planned = ex != nullptr;
     rep.replans = replans;
     rep.steps = ex ? ex->num_steps() : graph.nodes.size();
@@ -725,6 +754,7 @@ struct Session::Impl {
       RegionReport rr;
       rr.id = static_cast<int>(r);
       for (int32_t n : plan.region.nodes) rr.nodes.push_back(graph.nodes[n].name);
+      rr.node_ids = plan.region.nodes;
       rr.profiled_ns = profiled_ns(plan.region, prof);
       rr.threads = plan.threads;
       rr.threads_why = plan.threads_why;
@@ -787,6 +817,7 @@ struct Session::Impl {
   std::vector<std::string> not_dynamic;     // per changed node: why it is in no dynamic region
   ShapeTracker::SymbolicDims symbolic;      // the warm-up's symbolic dims, as planned
   int replans = 0;
+  std::string record_status;                          // Report::warmup_record
   std::vector<std::shared_ptr<RegionStats>> dropped;  // counters of regions re-planned away
   int compilations = 0;                               // kernels compiled, in either mode
   double compile_ms_total = 0;
@@ -858,5 +889,17 @@ bool Session::compiling() const {
   return impl_->subgraphs->compiling();
 }
 Report Session::report() const { return impl_->report(); }
+
+std::string Session::warmup_record(const std::vector<std::string>& node_names,
+                                   const std::vector<std::string>& value_names) const {
+  const Impl& m = *impl_;
+  SG_CHECK(!m.options.interpret_only && m.options.mode == CompileMode::profile_guided)
+      << "graph '" << m.graph.name << "': no warm-up record in "
+      << (m.options.interpret_only ? "interpret_only" : "per_signature") << " mode";
+  std::lock_guard<std::mutex> lock(m.plan_mu);
+  SG_CHECK(m.planned_flag) << "graph '" << m.graph.name
+                           << "': no warm-up record before the Session has planned";
+  return save_warmup_record(m.graph, *m.tracker, *m.profiler, node_names, value_names);
+}
 
 }  // namespace sgraph

@@ -70,6 +70,52 @@ void ShapeTracker::on_op(const OpEvent& e) {
   record(r, e);
 }
 
+ShapeTracker::State ShapeTracker::state() const { return State{ops_, values_, seen_, runs_}; }
+
+void ShapeTracker::restore(State s) {
+  SG_CHECK(s.ops.size() == ops_.size())
+      << "a record of " << s.ops.size() << " ops for a graph of " << ops_.size();
+  SG_CHECK(s.values.size() == values_.size() && s.seen.size() == seen_.size())
+      << "a record of " << s.values.size() << " values for a graph of " << values_.size();
+  SG_CHECK(s.runs >= 1) << "a record of " << s.runs << " runs";
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const Node& n = g_.nodes[i];
+    const OpRecord& r = s.ops[i];
+    SG_CHECK(r.in.size() == n.inputs.size() && r.in_present.size() == n.inputs.size() &&
+             r.out.size() == n.outputs.size())
+        << "node '" << n.name << "': the record's inputs or outputs do not match the node's";
+    SG_CHECK(r.last_run >= 0 && r.last_run <= s.runs)
+        << "node '" << n.name << "': last seen in run " << r.last_run << " of " << s.runs;
+    SG_CHECK(!r.change || (r.change->run >= 1 && r.change->run <= s.runs))
+        << "node '" << n.name << "': changed in run " << r.change->run << " of " << s.runs;
+    const auto valid = [](const Shape& sh) {
+      return std::all_of(sh.begin(), sh.end(), [](int64_t d) { return d >= 0; });
+    };
+    SG_CHECK(std::all_of(r.in.begin(), r.in.end(), valid) &&
+             std::all_of(r.out.begin(), r.out.end(), valid))
+        << "node '" << n.name << "': a negative dim in the record";
+  }
+  for (size_t v = 0; v < s.seen.size(); ++v) {
+    int last = 0;
+    for (const Seen& x : s.seen[v]) {
+      SG_CHECK(x.run > last && x.run <= s.runs)
+          << "value '" << g_.values[v].name << "': runs out of order in the record";
+      SG_CHECK(std::all_of(x.shape.begin(), x.shape.end(), [](int64_t d) { return d >= 0; }))
+          << "value '" << g_.values[v].name << "': a negative dim in the record";
+      last = x.run;
+    }
+    SG_CHECK(!s.values[v].defined() || s.values[v].numel() <= kMaxKeptElements)
+        << "value '" << g_.values[v].name << "': a kept value of " << s.values[v].numel()
+        << " elements (at most " << kMaxKeptElements << ")";
+  }
+  ops_ = std::move(s.ops);
+  values_ = std::move(s.values);
+  seen_ = std::move(s.seen);
+  runs_ = s.runs;
+  open_ = false;
+  saved_.reset();
+}
+
 void ShapeTracker::keep_value(ValueId v, const Tensor& t) {
   if (v < 0 || static_cast<size_t>(v) >= values_.size()) return;
   if (!t.defined() || t.numel() > kMaxKeptElements) {

@@ -88,14 +88,31 @@ class ShapeTracker final : public OpObserver {
   // keeps its first change.
   void mark_changed(int32_t node, int run, std::string what);
 
- private:
-  void derive_by_rules(SymbolicDims& sd) const;
+  // The whole record, to save a warm-up with its model and restore it in another process
+  // (runtime/warmup_record.h).
   struct OpRecord {
     std::vector<Shape> in, out;
     std::vector<bool> in_present;
     int last_run = 0;  // the latest run that observed the op; 0 = never
     std::optional<Change> change;
   };
+  struct Seen {
+    int run;
+    Shape shape;
+  };
+  struct State {
+    std::vector<OpRecord> ops;            // per node
+    std::vector<Tensor> values;           // per value id (small_values)
+    std::vector<std::vector<Seen>> seen;  // per value id: its shape in each run that made it
+    int runs = 0;
+  };
+  State state() const;
+  // Replaces the record (no run open); throws sgraph::Error when `s` does not fit the graph (sizes,
+  // arities, runs out of order).
+  void restore(State s);
+
+ private:
+  void derive_by_rules(SymbolicDims& sd) const;
   void check(int32_t node) const;
   const OpRecord& op(int32_t node) const {
     check(node);
@@ -113,12 +130,8 @@ class ShapeTracker final : public OpObserver {
   void see(ValueId v, const Tensor& t);
 
   const Graph& g_;
-  std::vector<OpRecord> ops_;   // per node
-  std::vector<Tensor> values_;  // per value id (see small_values)
-  struct Seen {
-    int run;
-    Shape shape;
-  };
+  std::vector<OpRecord> ops_;            // per node
+  std::vector<Tensor> values_;           // per value id (see small_values)
   std::vector<std::vector<Seen>> seen_;  // per value id: its shape in each run that made it
   int runs_ = 0;
   bool open_ = false;
