@@ -1,14 +1,16 @@
-// sgraph/onnx.h — ONNX import.
+// sgraph/onnx.h — ONNX import and export.
 //
 //   Graph g = sgraph::load_onnx("model.onnx");   // verified; errors name the file, node and op
 //   Session s(std::move(g));
+//   sgraph::save_onnx(g, "copy.onnx");           // load_onnx gives the same graph back
 //
-// Supports the default (ai.onnx) domain up to opset 18, mapping older op versions onto sgraph's
-// ops (e.g. Softmax before 13, Clip-6, Slice-1, Pad-2, Upsample, Resize-10), Constant nodes,
-// initializers (raw or typed data), named and unnamed symbolic dims, and If subgraphs that read
-// outer values.
+// Import supports the default (ai.onnx) domain up to opset 18, mapping older op versions onto
+// sgraph's ops (e.g. Softmax before 13, Clip-6, Slice-1, Pad-2, Upsample, Resize-10), Constant
+// nodes, initializers (raw or typed data), named and unnamed symbolic dims, If subgraphs that read
+// outer values, model-local functions (inlined) and the model's metadata_props.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +22,42 @@ namespace sgraph {
 Graph load_onnx(const std::string& path);
 // `bytes` is a serialized ModelProto; `origin` names it in errors.
 Graph load_onnx_bytes(std::string_view bytes, const std::string& origin);
+
+// Export. The model has IR version 8 and imports ai.onnx at opset 17, or at 18 (19) when a node
+// needs a form only that version has (Mish, a Reduce* other than ReduceSum with an axes input,
+// Split's num_outputs, Pad's axes input, Resize's axes / keep_aspect_ratio_policy / antialias;
+// AveragePool's dilations, Resize's half_pixel_symmetric). Nodes keep their op, attributes and
+// inputs, except where sgraph holds an older op version's form that the chosen opset lacks: those
+// attributes become constant inputs written as Constant nodes named "<node>/<attribute>" (Slice-1,
+// Squeeze/Unsqueeze/Split/Pad before 13, a Reduce* axes attribute at opset 18), and attributes
+// the op ignores are dropped (consumed_inputs, BatchNormalization's is_test and spatial, the
+// legacy broadcast, Clip-6's min and max). Constants are initializers (raw_data); graph inputs and
+// outputs carry their dtype and declared dims (symbols as dim_param); If branches read outer
+// values by name, as ONNX subgraphs do; `metadata` becomes metadata_props, `name` the graph's.
+//
+// Unique, non-empty names for a graph's nodes and values, as save_onnx writes them: a name is kept
+// at its first occurrence when it is non-empty (among nodes, resp. values), and made unique
+// deterministically otherwise ("<name>_<k>", "<Op>_<node index>", "value_<id>").
+struct OnnxNames {
+  std::vector<std::string> nodes, values;  // by node index / value id
+};
+OnnxNames onnx_names(const Graph& g);
+
+struct OnnxSaveOptions {
+  // Groups of node indices, each written as one node calling a model-local ONNX function (domain
+  // "sgraph.region", op_type function_names[k] or "region_<k>") whose body is the group's nodes.
+  // The function's inputs: the values the group reads that it does not produce (constants too:
+  // a function body cannot see the graph's initializers); outputs: the values it produces that are
+  // read outside it or are graph outputs. Formal parameter and body value names are the values'
+  // own names (onnx_names), so inlining gives the original graph back. Groups must be disjoint and
+  // contractible without a cycle (throw sgraph::Error otherwise); nodes are written in a
+  // topological order of the contracted graph.
+  std::vector<std::vector<int32_t>> functions;
+  std::vector<std::string> function_names;
+};
+// A serialized ModelProto. Throws sgraph::Error naming the node and op it cannot write.
+std::string save_onnx_bytes(const Graph& g, const OnnxSaveOptions& options = {});
+void save_onnx(const Graph& g, const std::string& path, const OnnxSaveOptions& options = {});
 
 // A serialized onnx.TensorProto file (the input_<i>.pb / output_<j>.pb of ONNX test folders).
 Tensor load_tensor_pb(const std::string& path);

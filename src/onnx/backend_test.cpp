@@ -1,5 +1,6 @@
 #include "onnx/backend_test.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -92,17 +93,33 @@ std::vector<std::vector<Tensor>> load_data_set_inputs(const std::string& dir) {
 
 namespace {
 
-std::string unknown_op_in(const onnx::GraphProto& g) {
-  for (const onnx::NodeProto& n : g.node()) {
-    if (!onnx_import::knows_op(n.domain(), n.op_type())) {
+// The first unknown op of `nodes` and their subgraphs; a call of one of the model's local
+// functions is known when its body's ops are (each function is looked into once).
+template <class Nodes>
+std::string unknown_op_in(const Nodes& nodes, const onnx::ModelProto& model,
+                          std::vector<const onnx::FunctionProto*>& seen) {
+  for (const onnx::NodeProto& n : nodes) {
+    const onnx::FunctionProto* f = nullptr;
+    for (const onnx::FunctionProto& candidate : model.functions())
+      if (candidate.name() == n.op_type() &&
+          (candidate.domain() == n.domain() ||
+           (candidate.domain() == "ai.onnx" && n.domain().empty()) ||
+           (candidate.domain().empty() && n.domain() == "ai.onnx")))
+        f = &candidate;
+    if (f != nullptr) {
+      if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
+      seen.push_back(f);
+      if (std::string why = unknown_op_in(f->node(), model, seen); !why.empty()) return why;
+    } else if (!onnx_import::knows_op(n.domain(), n.op_type())) {
       std::string why = "unsupported op '" + n.op_type() + "'";
       if (!n.domain().empty() && n.domain() != "ai.onnx")
         why += " from domain '" + n.domain() + "'";
       return why;
     }
     for (const onnx::AttributeProto& a : n.attribute()) {
-      std::string why = a.has_g() ? unknown_op_in(a.g()) : "";
-      for (int k = 0; why.empty() && k < a.graphs_size(); ++k) why = unknown_op_in(a.graphs(k));
+      std::string why = a.has_g() ? unknown_op_in(a.g().node(), model, seen) : "";
+      for (int k = 0; why.empty() && k < a.graphs_size(); ++k)
+        why = unknown_op_in(a.graphs(k).node(), model, seen);
       if (!why.empty()) return why;
     }
   }
@@ -171,7 +188,8 @@ std::string unknown_op(const std::string& model_path) {
   std::ifstream in(model_path, std::ios::binary);
   onnx::ModelProto model;
   if (!in || !model.ParseFromIstream(&in)) return "";
-  return unknown_op_in(model.graph());
+  std::vector<const onnx::FunctionProto*> seen;
+  return unknown_op_in(model.graph().node(), model, seen);
 }
 
 std::vector<DataSetResult> run_backend_test(const std::string& dir, Tolerance tol,

@@ -46,10 +46,10 @@ std::vector<Tensor> load_inputs(const std::string& data_set_dir);
 // Outputs (references) of one data set, in order.
 std::vector<Tensor> load_outputs(const std::string& data_set_dir);
 
-// The first op of the model file (subgraphs included) that the ONNX importer does not know, as
-// "unsupported op 'Name'" (with its domain unless it is ai.onnx); "" when it knows them all or
-// the file does not parse. Unlike load_onnx it does not stop at an error of another kind, so it
-// tells a model sgraph cannot run from one it fails to load.
+// The first op of the model file (subgraphs and the bodies of called local functions included)
+// that the ONNX importer does not know, as "unsupported op 'Name'" (with its domain unless it is
+// ai.onnx); "" when it knows them all or the file does not parse. Unlike load_onnx it does not stop
+// at an error of another kind, so it tells a model sgraph cannot run from one it fails to load.
 std::string unknown_op(const std::string& model_path);
 
 // Loads dir/model.onnx and runs every data set in order through one Session with `options`

@@ -7,9 +7,18 @@
 // Subgraphs (If branches) read outer values by name in ONNX. Here every outer value a branch
 // reads becomes one of its graph inputs and an input of the If node, in the same order, so the
 // outer graph states every dependence explicitly.
+//
+// Model-local functions (ModelProto.functions) are inlined: a node calling one (matched by domain
+// and name) is replaced by the function's body, its formal inputs and outputs bound to the call's
+// names. Body value and node names are kept where they collide with no name of the calling graph
+// (the names its GraphProto uses, and those given so far), else prefixed "<call node name>/".
+// The function's own opset_import decides its body's op versions; calls nested in a body are
+// inlined too, and a function that calls itself, directly or not, is an error.
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "onnx/import.h"
 #include "onnx/tensor_proto.h"
@@ -35,6 +44,15 @@ struct Scope {
   Scope* parent = nullptr;
   std::unordered_map<std::string, ValueId> names;
   std::vector<std::string> captured;  // outer names this graph reads, in first-use order
+  // The value names the GraphProto being converted uses, and the node names it uses (with the
+  // names unnamed nodes get) plus those given so far: an inlined body's names avoid them all.
+  std::unordered_set<std::string> reserved_values, node_names;
+
+  // Whether a value called `name` exists here or in an enclosing graph, or will be made here.
+  bool taken(const std::string& name) const {
+    return names.count(name) || reserved_values.count(name) ||
+           (parent != nullptr && parent->taken(name));
+  }
 
   // The value called `name`, capturing it from an enclosing graph if needed; kNoValue if none.
   ValueId lookup(const std::string& name) {
@@ -53,13 +71,23 @@ struct Scope {
   }
 };
 
+using FunctionKey = std::pair<std::string, std::string>;  // (domain, name); "" for ai.onnx
+
+std::string function_domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
+
 class Importer {
  public:
-  explicit Importer(int64_t opset) : opset_(opset) {}
+  Importer(int64_t opset, const onnx::ModelProto& model);
   void convert_graph(const onnx::GraphProto& gp, Scope& s);
 
  private:
   void convert_node(const onnx::NodeProto& np, Scope& s, size_t index);
+  void inline_call(const onnx::NodeProto& call, const onnx::FunctionProto& f, Scope& s,
+                   const std::string& call_name);
+  // Renames a subgraph of an inlined body node: names it reads from the body through `rename`,
+  // and the names it defines where they collide with the calling graph's.
+  void rename_subgraph(onnx::GraphProto& g, std::unordered_map<std::string, std::string> rename,
+                       const Scope& s, const std::string& prefix, const std::string& fname);
   Attributes convert_attrs(const onnx::NodeProto& np, Scope& s);
   std::shared_ptr<const Graph> convert_subgraph(const onnx::GraphProto& gp, Scope& outer);
   // Adds a node; empty output names get generated ones. Returns the output ids.
@@ -70,7 +98,165 @@ class Importer {
                   const std::vector<ValueId>& inputs, const std::vector<std::string>& outputs);
 
   int64_t opset_;
+  std::map<FunctionKey, const onnx::FunctionProto*> functions_;
+  std::vector<const onnx::FunctionProto*>
+      inlining_;  // the functions being inlined, outermost first
 };
+
+Importer::Importer(int64_t opset, const onnx::ModelProto& model) : opset_(opset) {
+  for (const onnx::FunctionProto& f : model.functions()) {
+    const FunctionKey key{function_domain(f.domain()), f.name()};
+    SG_CHECK(functions_.emplace(key, &f).second)
+        << "model-local function '" << f.name() << "' (domain '" << f.domain()
+        << "') is defined twice";
+  }
+}
+
+// `body` if no value of the calling scope has that name, else "<prefix><body>" (made unique).
+std::string inlined_name(const Scope& s, const std::string& body, const std::string& prefix,
+                         const std::unordered_set<std::string>& also_taken = {}) {
+  auto taken = [&](const std::string& n) { return s.taken(n) || also_taken.count(n); };
+  if (!taken(body)) return body;
+  std::string n = prefix + body;
+  for (int k = 1; taken(n); ++k) n = prefix + body + "_" + std::to_string(k);
+  return n;
+}
+
+std::string function_label(const onnx::FunctionProto& f) {
+  return f.domain().empty() ? f.name() : f.domain() + "." + f.name();
+}
+
+void check_no_attribute_refs(const onnx::NodeProto& n, const std::string& fname) {
+  for (const auto& a : n.attribute())
+    SG_CHECK(a.ref_attr_name().empty())
+        << "model-local function '" << fname << "': attribute '" << a.name() << "' of node '"
+        << n.name() << "' refers to the function's attribute '" << a.ref_attr_name()
+        << "' (attributes of model-local functions are not supported)";
+}
+
+void Importer::rename_subgraph(onnx::GraphProto& g,
+                               std::unordered_map<std::string, std::string> rename, const Scope& s,
+                               const std::string& prefix, const std::string& fname) {
+  std::unordered_set<std::string> chosen;
+  auto define = [&](std::string& name) {
+    if (name.empty()) return;
+    std::string n = inlined_name(s, name, prefix, chosen);
+    chosen.insert(n);
+    rename[name] = n;
+    name = std::move(n);
+  };
+  auto read = [&](std::string& name) {
+    if (name.empty()) return;
+    const auto it = rename.find(name);
+    SG_CHECK(it != rename.end()) << "model-local function '" << fname << "': a subgraph reads '"
+                                 << name << "', which its body does not define";
+    name = it->second;
+  };
+  for (auto& t : *g.mutable_initializer()) define(*t.mutable_name());
+  for (auto& in : *g.mutable_input()) define(*in.mutable_name());
+  for (auto& n : *g.mutable_node())
+    for (auto& o : *n.mutable_output()) define(o);
+  for (auto& n : *g.mutable_node()) {
+    check_no_attribute_refs(n, fname);
+    for (auto& in : *n.mutable_input()) read(in);
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_subgraph(*a.mutable_g(), rename, s, prefix, fname);
+      for (auto& sub : *a.mutable_graphs()) rename_subgraph(sub, rename, s, prefix, fname);
+    }
+  }
+  for (auto& o : *g.mutable_output()) read(*o.mutable_name());
+}
+
+void Importer::inline_call(const onnx::NodeProto& call, const onnx::FunctionProto& f, Scope& s,
+                           const std::string& call_name) {
+  const std::string fname = function_label(f);
+  if (std::find(inlining_.begin(), inlining_.end(), &f) != inlining_.end()) {
+    std::string chain;
+    for (const onnx::FunctionProto* g : inlining_) chain += function_label(*g) + " -> ";
+    SG_FAIL() << "model-local function '" << fname << "' calls itself (" << chain << fname
+              << "): recursive functions cannot be inlined";
+  }
+  SG_CHECK(inlining_.size() < 256) << "model-local functions nest more than 256 calls deep";
+  SG_CHECK(call.input_size() <= f.input_size())
+      << "calls model-local function '" << fname << "' with " << call.input_size()
+      << " inputs, but it takes " << f.input_size();
+  SG_CHECK(call.output_size() <= f.output_size())
+      << "calls model-local function '" << fname << "' with " << call.output_size()
+      << " outputs, but it has " << f.output_size();
+
+  // Body names -> names in the calling scope ("" for an input the call leaves out).
+  std::unordered_map<std::string, std::string> rename;
+  for (int i = 0; i < f.input_size(); ++i)
+    rename[f.input(i)] = i < call.input_size() ? call.input(i) : "";
+  std::unordered_map<std::string, std::string> actual_output;
+  for (int i = 0; i < call.output_size(); ++i)
+    if (!call.output(i).empty()) actual_output[f.output(i)] = call.output(i);
+  const std::string prefix = call_name + "/";
+
+  const int64_t caller_opset = opset_;
+  for (const auto& o : f.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  inlining_.push_back(&f);
+  struct Restore {  // the caller's opset and call stack, however this returns
+    Importer& im;
+    int64_t opset;
+    ~Restore() {
+      im.opset_ = opset;
+      im.inlining_.pop_back();
+    }
+  } restore{*this, caller_opset};
+
+  for (int i = 0; i < f.node_size(); ++i) {
+    onnx::NodeProto n = f.node(i);
+    const std::string body_name =
+        n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+    check_no_attribute_refs(n, fname);
+    for (std::string& in : *n.mutable_input()) {
+      if (in.empty()) continue;
+      const auto it = rename.find(in);
+      SG_CHECK(it != rename.end())
+          << "model-local function '" << fname << "': node '" << body_name << "' reads '" << in
+          << "', which is neither an input of the function nor an output of an earlier node";
+      in = it->second;
+    }
+    for (std::string& out : *n.mutable_output()) {
+      if (out.empty()) continue;
+      SG_CHECK(!rename.count(out))
+          << "model-local function '" << fname << "': value '" << out << "' is defined twice";
+      const auto it = actual_output.find(out);
+      const std::string name =
+          it != actual_output.end() ? it->second : inlined_name(s, out, prefix);
+      rename[out] = name;
+      out = name;
+    }
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_subgraph(*a.mutable_g(), rename, s, prefix, fname);
+      for (auto& sub : *a.mutable_graphs()) rename_subgraph(sub, rename, s, prefix, fname);
+    }
+    std::string node_name = body_name;
+    for (int k = 1; s.node_names.count(node_name); ++k)
+      node_name = prefix + body_name + (k > 1 ? "_" + std::to_string(k - 1) : "");
+    n.set_name(node_name);
+    convert_node(n, s, static_cast<size_t>(i));
+  }
+  // A formal output no body node wrote under the call's name (an input passed through, or one
+  // value returned twice) is copied.
+  for (int i = 0; i < call.output_size(); ++i) {
+    if (call.output(i).empty()) continue;
+    const auto it = rename.find(f.output(i));
+    SG_CHECK(it != rename.end() && !it->second.empty())
+        << "model-local function '" << fname << "': output '" << f.output(i)
+        << "' is never produced";
+    if (it->second == call.output(i)) continue;
+    const ValueId v = s.lookup(it->second);
+    SG_ASSERT(v != kNoValue) << "inlined value '" << it->second << "' is missing";
+    std::string node_name = prefix + "output_" + std::to_string(i);
+    for (int k = 1; s.node_names.count(node_name); ++k)
+      node_name = prefix + "output_" + std::to_string(i) + "_" + std::to_string(k);
+    s.node_names.insert(node_name);
+    emit(s, OpKind::Identity, {v}, {}, {call.output(i)}, node_name);
+  }
+}
 
 DimList dims_of(const onnx::TensorShapeProto& shape) {
   DimList dims;
@@ -109,6 +295,15 @@ Tensor scalar_like(DType t, double v) {
 void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {
   Graph& g = s.g;
   if (!gp.name().empty()) g.name = gp.name();
+  for (const auto& init : gp.initializer()) s.reserved_values.insert(init.name());
+  for (const auto& v : gp.input()) s.reserved_values.insert(v.name());
+  for (const auto& v : gp.output()) s.reserved_values.insert(v.name());
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const onnx::NodeProto& n = gp.node(i);
+    s.reserved_values.insert(n.input().begin(), n.input().end());
+    s.reserved_values.insert(n.output().begin(), n.output().end());
+    s.node_names.insert(n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name());
+  }
   for (const auto& init : gp.initializer()) {
     SG_CHECK(!init.name().empty()) << "an initializer has no name";
     constant(s, init.name(), tensor_from_proto(init));
@@ -199,7 +394,7 @@ Attributes Importer::convert_attrs(const onnx::NodeProto& np, Scope& s) {
 
 std::shared_ptr<const Graph> Importer::convert_subgraph(const onnx::GraphProto& gp, Scope& outer) {
   auto g = std::make_shared<Graph>();
-  Scope inner{*g, &outer, {}, {}};
+  Scope inner{*g, &outer, {}, {}, {}, {}};
   convert_graph(gp, inner);
   return g;  // inputs are completed and the graph verified by the node that owns it
 }
@@ -217,7 +412,7 @@ void Importer::convert_if(const onnx::NodeProto& np, Scope& s, const std::string
       if (a.name() == key && a.type() == onnx::AttributeProto::GRAPH) attr = &a;
     SG_CHECK(attr != nullptr) << "missing required graph attribute '" << key << "'";
     auto g = std::make_shared<Graph>();
-    Scope inner{*g, &s, {}, {}};
+    Scope inner{*g, &s, {}, {}, {}, {}};
     convert_graph(attr->g(), inner);
     for (const std::string& r : inner.captured)
       if (std::find(reads.begin(), reads.end(), r) == reads.end()) reads.push_back(r);
@@ -250,7 +445,10 @@ void Importer::convert_if(const onnx::NodeProto& np, Scope& s, const std::string
 void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
   const std::string& type = np.op_type();
   const std::string name = np.name().empty() ? type + "_" + std::to_string(index) : np.name();
+  s.node_names.insert(name);
   try {
+    if (const auto f = functions_.find({function_domain(np.domain()), type}); f != functions_.end())
+      return inline_call(np, *f->second, s, name);
     SG_CHECK(np.domain().empty() || np.domain() == "ai.onnx")
         << "unsupported op '" << type << "' from domain '" << np.domain() << "'";
     SG_CHECK(onnx_import::knows_op(np.domain(), type))
@@ -379,8 +577,9 @@ Graph import_model(const onnx::ModelProto& model) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   SG_CHECK(opset >= 0) << "the model does not import the default ONNX opset";
   Graph g;
-  Scope scope{g, nullptr, {}, {}};
-  Importer(opset).convert_graph(model.graph(), scope);
+  Scope scope{g, nullptr, {}, {}, {}, {}};
+  Importer(opset, model).convert_graph(model.graph(), scope);
+  for (const auto& p : model.metadata_props()) g.metadata[p.key()] = p.value();
   g.metadata["onnx.opset"] = std::to_string(opset);
   if (!model.producer_name().empty())
     g.metadata["onnx.producer"] = model.producer_name() + " " + model.producer_version();
