@@ -97,6 +97,15 @@ struct SessionOptions {
   // compiles synchronously.
   bool background_compile = false;
   int64_t cache_max_bytes = int64_t{256} << 20;  // least recently used entries removed beyond it
+  // The compile budget: the calls a region is expected to serve. A region whose predicted saving
+  // per call (its ops' profiled interpreted time less its kernel's predicted time, the bytes it
+  // reads and writes at memory bandwidth) times this is less than its predicted compile time (per
+  // op, calibrated by the Session's own compiles) is deferred: it runs interpreted, and is
+  // compiled once the calls it has run that way would have repaid the compile (so it costs at
+  // most twice what the best choice in hindsight would). A region with no predicted saving stays
+  // interpreted. The report says which and why (RegionReport::budget). 0: every region is
+  // compiled when planned (the default: tools, tests and benchmarks compare kernels).
+  int64_t compile_horizon = 0;
   // Whose JIT and kernel cache the Session uses (its subgraphs' Sessions use the same): null, the
   // process's (Runtime::process()).
   std::shared_ptr<Runtime> runtime = nullptr;

@@ -37,6 +37,7 @@ struct ExecutableGraph::RegionCall {
   std::vector<Tensor> last_outputs;
   bool last_miss_on_shape = false;                                   // (set by guard_holds)
   int64_t calls = 0, misses = 0, shape_misses = 0, grown_bytes = 0;  // the call running
+  int64_t interpreted = 0;                                           // (without a kernel)
 };
 
 // What one call uses and no other call may touch at the same time.
@@ -402,7 +403,7 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
       for (size_t r = 0; r < eg.regions_.size(); ++r) {
         RegionCall& c = state->regions[r];
         if (c.grown_bytes != 0) eg.regions_[r].stats->dynamic_bytes += c.grown_bytes;
-        c.calls = c.misses = c.shape_misses = c.grown_bytes = 0;
+        c.calls = c.misses = c.shape_misses = c.grown_bytes = c.interpreted = 0;
       }
       std::lock_guard<std::mutex> lock(eg.pool_mu_);
       eg.pool_.push_back(std::move(state));
@@ -423,6 +424,8 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
         if (r.fn != nullptr) {
           ++c.misses;
           c.shape_misses += c.last_miss_on_shape;
+        } else {
+          ++c.interpreted;
         }
         for (int32_t node : r.region.nodes) st.runner.run(g_, node, env, observers, st.premade);
       }
@@ -440,6 +443,7 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
       stats.misses_since_plan += c.misses;
     }
     if (c.shape_misses) stats.shape_misses_since_plan += c.shape_misses;
+    if (c.interpreted) stats.interpreted_calls += c.interpreted;
     if (c.calls || c.misses) stats.note_recent(c.calls, c.misses);
   }
   return result;

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -22,6 +23,7 @@
 #include "ir/sym_shape.h"
 #include "jit/jit.h"
 #include "jit/parallel.h"
+#include "jit/region_compiler.h"
 #include "runtime/interpreter.h"
 #include "runtime/region_builder.h"
 
@@ -32,6 +34,9 @@ namespace sgraph {
 // adds its counts when it returns, and a call that throws adds none.
 struct RegionStats {
   std::atomic<int64_t> kernel_calls{0}, guard_misses{0};
+  // Calls that ran the region's ops interpreted while it had no kernel (a region the compile
+  // budget deferred, or one still compiling): what the budget weighs against the compile.
+  std::atomic<int64_t> interpreted_calls{0};
   std::atomic<int64_t> misses_since_plan{0};
   // A dynamic region's misses on a dim static in its plan or a relation between dims (not on a
   // dtype or a size below the least): re-planning makes that dim a symbol, so these re-plan
@@ -110,6 +115,13 @@ struct RegionPlan {
   int compiles = 0;  // how many times this region was compiled
   double compile_ms = 0;
   std::string why_interpreted;  // when fn is nullptr
+  // The compile budget (SessionOptions::compile_horizon): the predicted saving of a kernel per
+  // call and the predicted compile time, what was decided and why; a deferred region keeps its
+  // compile job until the calls it runs interpreted would have repaid the compile.
+  int64_t saving_ns = 0;
+  double predicted_compile_ms = 0;
+  std::string budget;
+  std::function<jit::CompiledRegion(jit::Jit&)> deferred_job;
   // Threads for the kernel's loop nests, from the region's profiled time, and why; ctx (made by
   // the planner, one per plan; copies of a plan share it) is what the kernel gets as its ctx.
   int threads = 1;

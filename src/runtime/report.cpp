@@ -119,6 +119,7 @@ std::string Report::to_text() const {
        << "\n  ops:     " << join(r.nodes) << "\n  inputs:  " << join(r.inputs)
        << "\n  outputs: " << join(r.outputs) << "\n";
     if (!r.value_guarded.empty()) os << "  guarded by value: " << join(r.value_guarded) << "\n";
+    if (!r.budget.empty()) os << "  budget:  " << r.budget << "\n";
   }
   for (const Report& sub : subgraphs) os << "\nsubgraph " << sub.to_text();
   return os.str();
@@ -187,6 +188,8 @@ nlohmann::ordered_json json_of(const Report& rep) {
                             {"compiling", r.compiling},
                             {"active_from_call", r.active_from_call},
                             {"compile_ms", r.compile_ms},
+                            {"budget", r.budget},
+                            {"interpreted_calls", r.interpreted_calls},
                             {"kernel_calls", r.kernel_calls},
                             {"guard_misses", r.guard_misses},
                             {"threads", r.threads},

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "ir/debug.h"
 #include "jit/parallel.h"
@@ -225,6 +226,10 @@ struct Session::Impl {
     if (!shapes.notes.empty()) {
       std::lock_guard<std::mutex> lock(notes_mu);
       serving_notes.merge(shapes.notes);
+    }
+    if (std::any_of(p.exec->regions().begin(), p.exec->regions().end(), deferred_due)) {
+      std::unique_lock<std::mutex> lock(plan_mu, std::try_to_lock);
+      if (lock.owns_lock()) compile_deferred(runs + 1);
     }
     if (!replan_due(*p.exec)) return out;
     // One call re-plans; the others keep serving on the plan they have meanwhile.
@@ -521,6 +526,91 @@ struct Session::Impl {
       p.why_interpreted = "JIT disabled";
       return;
     }
+    if (budget_defers(p)) {
+      p.deferred_job = std::move(compile_it);
+      return;
+    }
+    compile_now(p, std::move(compile_it));
+  }
+
+  // The compile budget (SessionOptions::compile_horizon). The predictions: a kernel's time is the
+  // bytes its region reads and writes at memory bandwidth (optimistic for compute-bound regions,
+  // so those are rather compiled than not); a compile takes kCompileMs + kCompileMsPerOp per op
+  // (this machine's figures, bench/README.md "What compiling costs"), scaled by how this
+  // Session's compiles compared with that.
+  static constexpr double kBytesPerNs = 10.0;  // ~10 GB/s
+  static constexpr double kCompileMs = 10.0, kCompileMsPerOp = 4.0;
+  static double base_compile_ms(const Region& r) {
+    return kCompileMs + kCompileMsPerOp * static_cast<double>(r.nodes.size());
+  }
+  bool budget_defers(RegionPlan& p) {
+    if (options.compile_horizon <= 0 || options.mode != CompileMode::profile_guided) return false;
+    int64_t bytes = 0;
+    const auto add = [&](ValueId v) {
+      if (v == kNoValue || static_cast<size_t>(v) >= value_shapes.size()) return;
+      bytes += numel(value_shapes[v]) * static_cast<int64_t>(dtype_size(graph.values[v].dtype));
+    };
+    for (ValueId v : p.region.inputs) add(v);
+    for (ValueId v : p.region.outputs) add(v);
+    const int64_t interpreted = profiled_ns(p.region, *profiler);
+    const auto kernel = static_cast<int64_t>(static_cast<double>(bytes) / kBytesPerNs);
+    p.saving_ns = interpreted - kernel;
+    const double scale = base_ms_compiled > 0 ? ms_compiled / base_ms_compiled : 1.0;
+    p.predicted_compile_ms = base_compile_ms(p.region) * scale;
+    std::ostringstream why;
+    why.precision(3);
+    if (p.saving_ns <= 0) {
+      why << "left interpreted: its ops take ~" << interpreted / 1e3 << " us a call, a kernel ~"
+          << kernel / 1e3 << " us (no saving)";
+      p.budget = why.str();
+      p.why_interpreted = "compile budget: " + p.budget;
+      return true;
+    }
+    const auto repaid =
+        static_cast<int64_t>(p.predicted_compile_ms * 1e6 / static_cast<double>(p.saving_ns)) + 1;
+    why << "saves ~" << static_cast<double>(p.saving_ns) / 1e3 << " us a call, compiling ~"
+        << p.predicted_compile_ms << " ms repays after " << repaid << " calls (horizon "
+        << options.compile_horizon << ")";
+    if (repaid <= options.compile_horizon) {
+      p.budget = "compiled at once: " + why.str();
+      return false;
+    }
+    p.budget = "deferred: " + why.str() + "; compiled once it has run that many calls interpreted";
+    p.why_interpreted = "compile budget: deferred";
+    return true;
+  }
+  // A deferred region whose interpreted calls have repaid its predicted compile.
+  static bool deferred_due(const RegionPlan& p) {
+    return p.deferred_job && p.saving_ns > 0 &&
+           static_cast<double>(p.stats->interpreted_calls) * static_cast<double>(p.saving_ns) >=
+               p.predicted_compile_ms * 1e6;
+  }
+  // Compiles the deferred regions that are due, in a new copy of the plan (their kernels serve
+  // from the next call, or once the compile thread has them). Under plan_mu.
+  void compile_deferred(int call) {
+    const Published p = published();
+    if (!p.exec) return;
+    std::vector<RegionPlan> regions = p.exec->regions();
+    bool changed = false;
+    for (RegionPlan& r : regions) {
+      if (!deferred_due(r)) continue;
+      changed = true;
+      CompileJob job = std::move(r.deferred_job);
+      r.deferred_job = nullptr;
+      r.why_interpreted.clear();
+      r.budget += "; compiled after " + std::to_string(r.stats->interpreted_calls.load()) +
+                  " calls interpreted";
+      compile_now(r, std::move(job));
+      if (r.fn != nullptr) {
+        plan_threads(r, *profiler);
+        r.active_from_call = call;
+      }
+    }
+    if (changed)
+      publish(std::make_shared<const ExecutableGraph>(*p.exec, std::move(regions)), nullptr);
+  }
+
+  void compile_now(RegionPlan& p, CompileJob compile_it) {
     try {
       if (!jit) jit = options.runtime->impl().jit({options.cache_dir, options.cache_max_bytes});
       if (background) {
@@ -557,6 +647,8 @@ struct Session::Impl {
     }
     ++p.compiles;
     ++compilations;
+    ms_compiled += c.compile_ms;
+    base_ms_compiled += base_compile_ms(p.region);
   }
 
   // Background compilation: the kernels finished since the last call, installed in a new copy
@@ -776,6 +868,8 @@ struct Session::Impl {
       rr.compiling = plan.compile_job != 0;
       rr.active_from_call = plan.active_from_call;
       rr.compile_ms = plan.compile_ms;
+      rr.budget = plan.budget;
+      rr.interpreted_calls = plan.stats->interpreted_calls;
       rr.kernel_calls = plan.stats->kernel_calls;
       rr.guard_misses = plan.stats->guard_misses;
       rep.kernel_calls += rr.kernel_calls;
@@ -821,6 +915,7 @@ struct Session::Impl {
   std::vector<std::shared_ptr<RegionStats>> dropped;  // counters of regions re-planned away
   int compilations = 0;                               // kernels compiled, in either mode
   double compile_ms_total = 0;
+  double ms_compiled = 0, base_ms_compiled = 0;  // fresh compiles: taken, and predicted unscaled
   int disk_loads = 0;
   std::vector<uint64_t> handles;  // the kernels this Session got from the JIT
   // per_signature: plans by input shapes, and the latest call's

@@ -1,0 +1,88 @@
+// The compile budget (SessionOptions::compile_horizon): regions that cannot repay their compile
+// within the horizon are deferred, run interpreted, and are compiled once the calls they ran
+// interpreted would have repaid it; results are the interpreter's throughout.
+#include <algorithm>
+
+#include "runtime/session_graphs.h"
+#include "sgraph/session.h"
+#include "test_util.h"
+
+using namespace sgraph;
+using namespace sgraph::test;
+
+namespace {
+
+int64_t kernel_calls(const Report& r) {
+  int64_t n = 0;
+  for (const RegionReport& reg : r.regions) n += reg.kernel_calls;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("Compile budget: off by default, and a long horizon compiles every region at once") {
+  Session off(split_mlp(), SessionOptions{.warmup_runs = 2});
+  for (int i = 0; i < 2; ++i) off.run({random_f32({3, 4}, 1)});
+  for (const RegionReport& r : off.report().regions) {
+    CHECK(r.compiled);
+    CHECK(r.budget.empty());
+  }
+  Session on(split_mlp(), SessionOptions{.warmup_runs = 2, .compile_horizon = int64_t{1} << 40});
+  for (int i = 0; i < 2; ++i) on.run({random_f32({3, 4}, 1)});
+  const Report r = on.report();
+  REQUIRE(r.regions.size() == 2);
+  for (const RegionReport& reg : r.regions) {
+    CAPTURE(reg.budget);
+    CHECK(reg.compiled);
+    CHECK(contains(reg.budget, "compiled at once: saves ~"));
+    CHECK(contains(reg.budget, "repays after"));
+  }
+}
+
+TEST_CASE("Compile budget: a region deferred by a short horizon is compiled once it has repaid") {
+  for (bool background : {false, true}) {
+    CAPTURE(background);
+    Session s(
+        split_mlp(),
+        SessionOptions{.warmup_runs = 2, .background_compile = background, .compile_horizon = 1});
+    Session ref(split_mlp(), SessionOptions{.interpret_only = true});
+    for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
+    Report r = s.report();
+    REQUIRE(r.regions.size() == 2);
+    for (const RegionReport& reg : r.regions) {
+      CAPTURE(reg.budget);
+      CHECK_FALSE(reg.compiled);
+      CHECK_FALSE(reg.compiling);
+      // (a region with no predicted saving is left interpreted for good; these two save)
+      CHECK(contains(reg.budget, "deferred: saves ~"));
+      CHECK(contains(reg.why_interpreted, "compile budget"));
+    }
+    CHECK(r.compilations == 0);
+    // Served interpreted (correctly) until the calls repay the predicted compile: the budget's
+    // prediction is at least 10 ms, a call saves some microseconds, so thousands of calls.
+    int calls = 0;
+    const Tensor x = random_f32({3, 4}, 7);
+    const Tensor want = ref.run({x})[0];
+    while (calls < 2'000'000) {
+      check_tensors_close(s.run({x})[0], want);
+      if (++calls % 50 != 0) continue;
+      r = s.report();
+      if (std::all_of(r.regions.begin(), r.regions.end(),
+                      [](const RegionReport& reg) { return reg.compiled || reg.compiling; }))
+        break;
+    }
+    CHECK(calls > 100);
+    s.wait_compiled();
+    check_tensors_close(s.run({x})[0], want);
+    r = s.report();
+    for (const RegionReport& reg : r.regions) {
+      CAPTURE(reg.budget);
+      CHECK(reg.compiled);
+      CHECK(contains(reg.budget, "calls interpreted"));
+      CHECK(reg.interpreted_calls >= 100);
+      CHECK(reg.active_from_call > 2);
+    }
+    CHECK(kernel_calls(r) >= 1);
+    CHECK(r.warmup_runs == 2);
+  }
+}
