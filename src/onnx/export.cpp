@@ -349,6 +349,35 @@ struct Contraction {
   std::vector<int32_t> order;                 // units in a topological order
 };
 
+// Whether a path of `g` leaves group k (unit_of[i] == k) and comes back into it.
+bool leaves_and_returns(const Graph& g, const std::vector<int32_t>& unit_of, int32_t k) {
+  const size_t n = g.nodes.size();
+  std::vector<std::vector<int32_t>> readers(g.values.size());
+  for (size_t j = 0; j < n; ++j)
+    for (ValueId v : g.nodes[j].inputs)
+      if (v != kNoValue) readers[v].push_back(static_cast<int32_t>(j));
+  std::vector<bool> seen(n, false);
+  std::vector<int32_t> stack;
+  for (size_t i = 0; i < n; ++i)
+    if (unit_of[i] == k) stack.push_back(static_cast<int32_t>(i));
+  while (!stack.empty()) {  // outside nodes reachable from the group
+    const int32_t i = stack.back();
+    stack.pop_back();
+    for (ValueId v : g.nodes[i].outputs)
+      for (int32_t j : readers[v]) {
+        if (unit_of[j] == k) {
+          if (unit_of[i] != k) return true;
+          continue;
+        }
+        if (!seen[j]) {
+          seen[j] = true;
+          stack.push_back(j);
+        }
+      }
+  }
+  return false;
+}
+
 Contraction contract(const Graph& g, const std::vector<std::vector<int32_t>>& groups,
                      const OnnxNames& names) {
   const auto n_nodes = static_cast<int32_t>(g.nodes.size());
@@ -403,12 +432,19 @@ Contraction contract(const Graph& g, const std::vector<std::vector<int32_t>>& gr
       if (--indegree[w] == 0) ready.emplace(c.members[w].front(), w);
   }
   if (c.order.size() != n_units) {
-    std::string stuck;
+    // The groups left: those a path leaves and comes back into, or else (groups that make a cycle
+    // only together) all of them.
+    std::vector<int32_t> left, cyclic;
     for (int32_t k = 0; k < n_groups; ++k)
-      if (indegree[k] > 0) stuck += (stuck.empty() ? "" : ", ") + std::to_string(k);
-    SG_FAIL() << "function groups cannot be contracted without a cycle: a path leaves one of "
-                 "groups {"
-              << stuck << "} and comes back into it through other nodes";
+      if (indegree[k] > 0) left.push_back(k);
+    for (int32_t k : left)
+      if (leaves_and_returns(g, c.unit_of, k)) cyclic.push_back(k);
+    std::string list;
+    for (int32_t k : cyclic.empty() ? left : cyclic)
+      list += (list.empty() ? "" : ", ") + std::to_string(k);
+    SG_FAIL() << "function groups cannot be contracted without a cycle: a path leaves "
+              << (cyclic.empty() ? "groups {" : "each of groups {") << list
+              << "} and comes back into it through other nodes";
   }
   return c;
 }
