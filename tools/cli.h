@@ -54,6 +54,7 @@ Tensor random_tensor(DType dtype, Shape shape, std::mt19937& rng, float scale = 
 int cmd_check(const Args& args);
 int cmd_run(const Args& args);
 int cmd_info(const Args& args);
+int cmd_export(const Args& args);
 int cmd_demo(const Args& args);
 int cmd_train(const Args& args);
 

@@ -80,6 +80,27 @@ int cmd_info(const Args& args) {
               c.subgraphs ? ", subgraphs included" : "");
   for (const auto& [op, n] : ops)
     std::printf("  %-22s %lld\n", op.c_str(), static_cast<long long>(n));
+  if (g.metadata.count(kWarmupRecordKey)) {
+    // A planned model: its plan, as a Session makes it from the record (nothing compiled).
+    std::printf("planned:   %s\n", meta(g, "sgraph.plan").c_str());
+    Session s(g, SessionOptions{.jit = false});
+    const Report r = s.report();
+    if (r.warmup_record != "loaded") {
+      std::printf("  its warm-up record does not apply: %s\n", r.warmup_record.c_str());
+      return 0;
+    }
+    size_t in_regions = 0;
+    for (const RegionReport& reg : r.regions) {
+      in_regions += reg.nodes.size();
+      std::printf("  region %d%s: %zu ops\n", reg.id,
+                  reg.dynamic ? (" (dynamic over " + reg.symbols.front() + "...)").c_str() : "",
+                  reg.nodes.size());
+    }
+    for (const std::string& sym : r.symbols) std::printf("  symbol %s\n", sym.c_str());
+    std::printf("  nodes: %zu before, %zu after (%zu regions, %zu ops interpreted)\n",
+                g.nodes.size(), g.nodes.size() - in_regions + r.regions.size(), r.regions.size(),
+                g.nodes.size() - in_regions);
+  }
   return 0;
 }
 

@@ -5,6 +5,7 @@
 //   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N] [--threads N]
 //              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE] [--bench-json FILE]
 //   sgraph info MODEL                           inputs, outputs, constants, op histogram
+//   sgraph export MODEL [--warmup DIR] -o OUT   the planned model (regions as ONNX functions)
 //   sgraph demo [MODEL_DIR] [--warmup N]        warm-up, stable/changed ops, regions, serving
 //   sgraph train [--model mlp|cnn] [--epochs N] [--batch N] [--lr X] [--no-jit] ...
 //                                               the digits training demo
@@ -50,7 +51,15 @@ commands:
       write steady-state timing (median/min of the runs after warm-up and the first served run),
       peak resident memory and the last run's interpreted time per op, as JSON.
   info MODEL
-      Graph name, opset, producer, inputs and outputs, node and constant counts, op histogram.
+      Graph name, opset, producer, inputs and outputs, node and constant counts, op histogram;
+      for a planned model (written by export), its plan: regions, and nodes before and after.
+  export MODEL [--warmup DIR] -o OUT.onnx [--threads N] [--no-compile]
+      Warm a session up on DIR's data sets (test_data_set_<k>/input_<i>.pb; default: MODEL's own
+      when MODEL is a test folder) and write the planned model: each region one node calling a
+      model-local ONNX function that holds its ops, the warm-up record (stable/changed ops,
+      shapes, symbols, profile) in the metadata. sgraph loads it planned, with no warm-up run;
+      other ONNX tools run it as any model. Its kernels go into the disk cache too (a deploy step
+      ships both), unless --no-compile.
   demo [MODEL_DIR] [--warmup N]
       The pipeline on the bundled example model (or a backend-test folder): warm-up runs, which
       ops stayed stable or changed, the regions planned, then every data set served and checked.
@@ -64,7 +73,7 @@ commands:
   version
       Versions of sgraph and LLVM, and the host CPU.
 
-check and run keep compiled kernels in a disk cache, so a second run of a model loads its
+check, run and export keep compiled kernels in a disk cache, so a second run of a model loads its
 kernels instead of compiling them: --cache-dir DIR, or $SGRAPH_CACHE_DIR, or by default
 $XDG_CACHE_HOME/sgraph (~/.cache/sgraph); --no-cache (or SGRAPH_CACHE_DIR="") turns it off.
   help
@@ -101,6 +110,10 @@ const Command kCommands[] = {
       "--cache-dir"},
      {"--report", "--no-cache"}},
     {"info", cmd_info, {}},
+    {"export",
+     cmd_export,
+     {"--warmup", "-o", "--threads", "--cache-dir"},
+     {"--no-compile", "--no-cache"}},
     {"demo", cmd_demo, {"--warmup"}},
     {"train",
      cmd_train,

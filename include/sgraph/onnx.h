@@ -59,6 +59,18 @@ struct OnnxSaveOptions {
 std::string save_onnx_bytes(const Graph& g, const OnnxSaveOptions& options = {});
 void save_onnx(const Graph& g, const std::string& path, const OnnxSaveOptions& options = {});
 
+// The planned model (the method's "second model"): the Session's graph with each region of its
+// plan one node calling a model-local function ("region_<id>" / "dynamic_region_<id>", domain
+// sgraph.region) that holds the region's ops, and the warm-up record in the metadata
+// (kWarmupRecordKey, with "sgraph.plan" and "sgraph.symbols" for readers). Loaded back, the
+// functions are inlined and a Session plans from the record without warm-up runs (its kernels come
+// from the disk cache or are compiled once); other ONNX tools run it as any model with local
+// functions. Throws sgraph::Error when the Session has not planned, or when the graph would not
+// read back as the same graph (see save_onnx: then warm up a Session of the graph as read back).
+class Session;
+std::string save_planned_onnx_bytes(const Session& s);
+void save_planned_onnx(const Session& s, const std::string& path);
+
 // A serialized onnx.TensorProto file (the input_<i>.pb / output_<j>.pb of ONNX test folders).
 Tensor load_tensor_pb(const std::string& path);
 void save_tensor_pb(const Tensor& t, const std::string& path, const std::string& name = "");

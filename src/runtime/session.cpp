@@ -349,7 +349,7 @@ struct Session::Impl {
       return not_compilable[i].empty();
     };
     not_dynamic.assign(graph.nodes.size(), "");
-    if (options.dynamic && options.jit)
+    if (options.dynamic)  // (planned without the JIT too: the same plan, interpreted)
       ro.dynamic = [this](const Graph& g, int32_t i) {
         // A node changed after warm-up (a guard miss) has no symbolic dim yet: it stays out.
         bool any = false;
