@@ -178,6 +178,11 @@ class Session {
   // per_signature or interpret_only mode.
   std::string warmup_record(const std::vector<std::string>& node_names,
                             const std::vector<std::string>& value_names) const;
+  // The warm-up records of the subgraphs' (If branches') Sessions that have planned, by label
+  // ("<node>/<attribute>", nested ones "<node>/<attribute>/<node>/<attribute>"), each naming the
+  // subgraph's nodes and values by their own names. A model's metadata holds them under
+  // "<kWarmupRecordKey>:<label>"; a Session made from it gives each subgraph's Session its record.
+  std::map<std::string, std::string> subgraph_warmup_records() const;
 
  private:
   struct Impl;

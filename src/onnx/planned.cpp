@@ -18,6 +18,8 @@ std::string save_planned_onnx_bytes(const Session& s) {
   const Report rep = s.report();
   Graph out = g;
   out.metadata[kWarmupRecordKey] = s.warmup_record(names.nodes, names.values);
+  for (const auto& [label, text] : s.subgraph_warmup_records())
+    out.metadata[std::string(kWarmupRecordKey) + ":" + label] = text;
   int stable = 0;
   for (const OpReport& o : rep.ops) stable += o.stable;
   std::ostringstream summary;

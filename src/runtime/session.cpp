@@ -74,7 +74,13 @@ struct Session::Impl {
     max_threads = options.threads > 0 ? options.threads : hardware_threads();
     if (!options.runtime) options.runtime = Runtime::process();
     graph.infer_and_verify();
-    subgraphs = std::make_unique<SubgraphSessions>(options);
+    std::map<std::string, std::string> sub_records;  // (a planned model's, for its subgraphs)
+    const std::string prefix = std::string(kWarmupRecordKey) + ":";
+    if (options.use_warmup_record)
+      for (const auto& [key, text] : graph.metadata)
+        if (key.compare(0, prefix.size(), prefix) == 0)
+          sub_records[key.substr(prefix.size())] = text;
+    subgraphs = std::make_unique<SubgraphSessions>(options, std::move(sub_records));
     interpreter = std::make_unique<Interpreter>(graph, subgraphs.get());
     tracker = std::make_unique<ShapeTracker>(graph);
     profiler = std::make_unique<OpProfiler>(graph, options.warmup_runs);
@@ -984,6 +990,10 @@ bool Session::compiling() const {
   return impl_->subgraphs->compiling();
 }
 Report Session::report() const { return impl_->report(); }
+
+std::map<std::string, std::string> Session::subgraph_warmup_records() const {
+  return impl_->subgraphs->warmup_records();
+}
 
 std::string Session::warmup_record(const std::vector<std::string>& node_names,
                                    const std::vector<std::string>& value_names) const {

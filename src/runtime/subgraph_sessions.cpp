@@ -2,6 +2,7 @@
 #include "runtime/subgraph_sessions.h"
 
 #include <chrono>
+#include <set>
 #include <utility>
 #include <variant>
 
@@ -33,8 +34,15 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
         if (auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value); sub && sub->get() == &g)
           label = node.name + "/" + name;
       try {
+        Graph sub = g;
+        for (const auto& [key, text] : records_) {
+          if (key == label) sub.metadata[kWarmupRecordKey] = text;
+          if (key.size() > label.size() + 1 && key.compare(0, label.size(), label) == 0 &&
+              key[label.size()] == '/')
+            sub.metadata[std::string(kWarmupRecordKey) + ":" + key.substr(label.size() + 1)] = text;
+        }
         entries_.push_back(std::make_unique<Entry>(
-            Entry{std::move(label), std::make_unique<Session>(g, options_)}));
+            Entry{std::move(label), std::make_unique<Session>(std::move(sub), options_)}));
       } catch (...) {
         index_.erase(it);
         throw;
@@ -76,6 +84,31 @@ bool SubgraphSessions::compiling() const {
   for (const Entry* e : entries())
     if (e->session->compiling()) return true;
   return false;
+}
+
+std::map<std::string, std::string> SubgraphSessions::warmup_records() const {
+  std::map<std::string, std::string> out;
+  for (const Entry* e : entries()) {
+    const Session& s = *e->session;
+    if (!s.planned()) continue;
+    const Graph& g = s.graph();
+    std::vector<std::string> nodes, values;
+    std::set<std::string> node_set, value_set;
+    for (const Node& n : g.nodes) {
+      nodes.push_back(n.name);
+      node_set.insert(n.name);
+    }
+    for (const ValueInfo& v : g.values) {
+      values.push_back(v.name);
+      value_set.insert(v.name);
+    }
+    if (node_set.size() != nodes.size() || value_set.size() != values.size() ||
+        node_set.count("") || value_set.count(""))
+      continue;
+    out[e->label] = s.warmup_record(nodes, values);
+    for (auto& [label, text] : s.subgraph_warmup_records()) out[e->label + "/" + label] = text;
+  }
+  return out;
 }
 
 std::vector<Report> SubgraphSessions::reports() const {

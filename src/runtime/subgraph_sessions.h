@@ -50,7 +50,12 @@ std::vector<OpTime> take_handed_op_times();
 // made once, under a lock, and is itself safe to share).
 class SubgraphSessions final : public ops::SubgraphRunner {
  public:
-  explicit SubgraphSessions(SessionOptions options) : options_(std::move(options)) {}
+  // `records`: warm-up records of subgraphs by label ("<node>/<attribute>", nested ones
+  // "<node>/<attribute>/<node>/<attribute>"), as a planned model's metadata holds them under
+  // "<kWarmupRecordKey>:<label>": a subgraph's Session is made with its own (and those nested in
+  // it), so it plans at once too.
+  explicit SubgraphSessions(SessionOptions options, std::map<std::string, std::string> records = {})
+      : options_(std::move(options)), records_(std::move(records)) {}
 
   std::vector<Tensor> run(const Node& node, const Graph& g,
                           std::span<const Tensor> inputs) override;
@@ -60,6 +65,10 @@ class SubgraphSessions final : public ops::SubgraphRunner {
   bool compiling() const;
   // One report per subgraph run so far, in first-use order, labelled "<node>/<attribute>".
   std::vector<Report> reports() const;
+  // The warm-up records of the subgraphs' Sessions that have planned, nested ones included, by
+  // label (see the constructor), each naming the subgraph's nodes and values by their own names
+  // (a subgraph whose names are not unique and non-empty has none).
+  std::map<std::string, std::string> warmup_records() const;
 
  private:
   struct Entry {
@@ -69,6 +78,7 @@ class SubgraphSessions final : public ops::SubgraphRunner {
   // The entries made so far (they are never removed: a pointer to one stays valid).
   std::vector<Entry*> entries() const;
   SessionOptions options_;
+  std::map<std::string, std::string> records_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;  // in first-use order
   std::map<const Graph*, Entry*> index_;         // subgraph -> its entry
