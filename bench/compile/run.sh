@@ -6,7 +6,9 @@
 #   - no disk cache: the regions' compile time (sum, median and largest region), and the time from
 #     process start to the end of the first compiled call (the process's wall time);
 #   - cold disk cache (an empty directory): that time again, while it fills the cache;
-#   - warm disk cache: that time with every kernel loaded from the cache, and the load time.
+#   - warm disk cache: that time with every kernel loaded from the cache, and the load time;
+#   - the planned model (`sgraph export` on the model's data sets, kernels into the same cache),
+#     with the warm cache: process start to the end of its first call, compiled (no warm-up run).
 # ONNX Runtime: InferenceSession.create (all graph optimizations, 1 thread), median of 3 in one
 # process after one to load the library (bench/compile/ort_create.js; onnxruntime-node as
 # bench/compare/run.sh installs it into build/ort). Prints a Markdown table.
@@ -48,21 +50,25 @@ wall_ms() {
   echo $(((end - start) / 1000000))
 }
 
-echo "| model | regions | ops compiled | compile ms, total | median region ms | largest region ms | start to 1st compiled call, ms: no cache | cold cache | warm cache | kernel load ms, warm | ORT session create ms |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| model | regions | ops compiled | compile ms, total | median region ms | largest region ms | start to 1st compiled call, ms: no cache | cold cache | warm cache | planned model, warm cache | kernel load ms, warm | ORT session create ms |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for d in "${models[@]}"; do
   name=$(basename "$d")
   args=(run "$d/model.onnx" --warmup 3 --iters 4 --threads "$threads")
+  inputs=()
   i=0
   for n in $("$SGRAPH" info "$d/model.onnx" | awk '/^inputs/{a=1;next} /^outputs/{a=0} a{print $1}'); do
-    args+=(--input "$n=$d/test_data_set_0/input_$i.pb")
+    inputs+=(--input "$n=$d/test_data_set_0/input_$i.pb")
     i=$((i + 1))
   done
+  args+=("${inputs[@]}")
   rm -rf "$work/cache"
   nocache=$(wall_ms "$SGRAPH" "${args[@]}" --no-cache --json "$work/nocache.json")
   cold=$(wall_ms "$SGRAPH" "${args[@]}" --cache-dir "$work/cache")
   warm=$(wall_ms "$SGRAPH" "${args[@]}" --cache-dir "$work/cache" --json "$work/warm.json")
-  "$PY" - "$work/nocache.json" "$work/warm.json" "$name" "$nocache" "$cold" "$warm" "${ort_ms[$d/model.onnx]:--}" <<'PYEOF'
+  "$SGRAPH" export "$d" -o "$work/planned.onnx" --threads "$threads" --cache-dir "$work/cache" >/dev/null
+  planned=$(wall_ms "$SGRAPH" run "$work/planned.onnx" --iters 1 --threads "$threads" "${inputs[@]}" --cache-dir "$work/cache")
+  "$PY" - "$work/nocache.json" "$work/warm.json" "$name" "$nocache" "$cold" "$warm" "$planned" "${ort_ms[$d/model.onnx]:--}" <<'PYEOF'
 import json, statistics, sys
 def regions(rep):
     out = list(rep["regions"])
@@ -72,11 +78,11 @@ def regions(rep):
 fresh = [r for r in regions(json.load(open(sys.argv[1]))) if r["compiled"]]
 loaded = [r for r in regions(json.load(open(sys.argv[2]))) if r["compiled"]]
 ms = [r["compile_ms"] for r in fresh if not r["cache_hit"]]
-name, nocache, cold, warm, ort = sys.argv[3:8]
+name, nocache, cold, warm, planned, ort = sys.argv[3:9]
 fmt = lambda v: f"{v:,.1f}"
 print(f"| {name} | {len(fresh)} | {sum(len(r['nodes']) for r in fresh)} | "
       f"{fmt(sum(ms)) if ms else '0'} | {fmt(statistics.median(ms)) if ms else '-'} | "
-      f"{fmt(max(ms)) if ms else '-'} | {nocache} | {cold} | {warm} | "
+      f"{fmt(max(ms)) if ms else '-'} | {nocache} | {cold} | {warm} | {planned} | "
       f"{fmt(sum(r['compile_ms'] for r in loaded if r['disk_hit']))} | {ort} |")
 PYEOF
 done
