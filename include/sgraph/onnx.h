@@ -31,9 +31,11 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& origin);
 // attributes become constant inputs written as Constant nodes named "<node>/<attribute>" (Slice-1,
 // Squeeze/Unsqueeze/Split/Pad before 13, a Reduce* axes attribute at opset 18), and attributes
 // the op ignores are dropped (consumed_inputs, BatchNormalization's is_test and spatial, the
-// legacy broadcast, Clip-6's min and max). Constants are initializers (raw_data); graph inputs and
-// outputs carry their dtype and declared dims (symbols as dim_param); If branches read outer
-// values by name, as ONNX subgraphs do; `metadata` becomes metadata_props, `name` the graph's.
+// legacy broadcast, Clip-6's min and max); a rank-0 ConstantOfShape value is written 1-D. Constants
+// are initializers (raw_data); graph inputs and outputs carry their dtype and declared dims
+// (symbols as dim_param); If branches read outer values by name, as ONNX subgraphs do (one
+// returning an outer value as it is returns an Identity of it); `metadata` becomes metadata_props,
+// `name` the graph's.
 //
 // Unique, non-empty names for a graph's nodes and values, as save_onnx writes them: a name is kept
 // at its first occurrence when it is non-empty (among nodes, resp. values), and made unique

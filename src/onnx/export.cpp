@@ -9,7 +9,8 @@
 // the branch graph, in the same order; ONNX subgraphs read outer values by name instead. A branch
 // is written with no inputs, its references to branch input i written as the name of the If
 // node's input i + 1, so re-import captures the same values in the same order. Names inside a
-// branch never shadow a name of an enclosing graph.
+// branch never shadow a name of an enclosing graph. A branch returning an outer value as it is
+// returns an Identity of it (ONNX Runtime rejects the outer name as a subgraph output).
 //
 // Function groups: each group becomes one call of a model-local function whose body is the
 // group's nodes, written with the values' own names, so inlining the call gives the group back.
@@ -218,6 +219,7 @@ void Exporter::write_node(Scope& s, const Node& n, const std::string& name, Node
     std::vector<std::string> ins;
     for (ValueId v : n.inputs) ins.push_back(v == kNoValue ? "" : s.names.at(v));
     std::set<std::string> dropped = {"consumed_inputs", "broadcast"};
+    Tensor value_1d;  // ConstantOfShape's value, as ONNX wants it
     auto set_input = [&](size_t i, std::string v) {
       if (ins.size() <= i) ins.resize(i + 1);
       ins[i] = std::move(v);
@@ -271,6 +273,13 @@ void Exporter::write_node(Scope& s, const Node& n, const std::string& name, Node
       case OpKind::Clip:  // Clip-6's bounds: sgraph reads only the inputs
         dropped.insert({"min", "max"});
         break;
+      case OpKind::ConstantOfShape:  // ONNX wants the value as a one-element 1-D tensor
+        if (const AttrValue* v = n.attrs.find("value");
+            v && std::holds_alternative<Tensor>(*v) && std::get<Tensor>(*v).rank() == 0) {
+          dropped.insert("value");
+          value_1d = std::get<Tensor>(*v).reshape({1});
+        }
+        break;
       case OpKind::BatchNormalization:
         dropped.insert({"is_test", "spatial"});
         break;
@@ -292,6 +301,7 @@ void Exporter::write_node(Scope& s, const Node& n, const std::string& name, Node
     for (ValueId v : n.outputs) np.add_output(s.names.at(v));
     for (const auto& [key, value] : n.attrs)
       if (!dropped.count(key)) write_attribute(s, n, key, value, *np.add_attribute());
+    if (value_1d.defined()) write_attribute(s, n, "value", value_1d, *np.add_attribute());
   } catch (Error& e) {
     e.at_node(name, op);
     throw;
@@ -336,8 +346,22 @@ void Exporter::write_branch(const Scope& outer, const Node& n, const Graph& b,
   for (size_t i = 0; i < b.nodes.size(); ++i)
     write_node(s, b.nodes[i], base.nodes[i], *gp.mutable_node());
   for (ValueId v : b.outputs) {
+    std::string name = s.names.at(v);
+    if (bound[v]) {  // an outer value returned as is: ONNX Runtime wants an Identity in between
+      name = base.values[v];
+      for (int k = 1; outer.visible(name) || assigned.count(name) || reserved_.count(name); ++k)
+        name = base.values[v] + "_" + std::to_string(k);
+      assigned.insert(name);
+      reserved_.insert(name);
+      s.own.insert(name);
+      onnx::NodeProto& id = *gp.add_node();
+      id.set_op_type("Identity");
+      id.set_name(name);
+      id.add_input(s.names[v]);
+      id.add_output(name);
+    }
     onnx::ValueInfoProto& vi = *gp.add_output();
-    vi.set_name(s.names.at(v));
+    vi.set_name(name);
     set_type(vi, b.values.at(v));
   }
 }

@@ -516,8 +516,8 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
       if (outputs.size() == 2) {
         const ValueId shape =
             emit(s, OpKind::Shape, {inputs[0]}, {}, {name + "/shape"}, name + "/shape")[0];
-        emit(s, OpKind::ConstantOfShape, {shape}, {{"value", Tensor::scalar(true)}}, {outputs[1]},
-             name + "/mask");
+        emit(s, OpKind::ConstantOfShape, {shape}, {{"value", Tensor::from<bool>({1}, {true})}},
+             {outputs[1]}, name + "/mask");
       }
       return;
     }

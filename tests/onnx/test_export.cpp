@@ -362,6 +362,13 @@ TEST_CASE("ONNX export: If branches read outer values by name and never shadow t
       for (const std::string& o : bn.output()) CHECK((o != "x" && o != "y" && o != "cond"));
     }
   }
+  // The else branch returns outer x through an Identity (ONNX Runtime rejects it otherwise).
+  for (const auto& a : n.attribute())
+    if (a.name() == "else_branch") {
+      REQUIRE(a.g().node_size() == 1);
+      CHECK(a.g().node(0).op_type() == "Identity");
+      CHECK(a.g().output(0).name() == a.g().node(0).output(0));
+    }
   const Graph back = load_onnx_bytes(m.SerializeAsString(), "branches.onnx");
   CHECK(back.nodes.at(0).attrs.get_graph("then_branch").find_value("x_1") != kNoValue);
   Session sa(g, SessionOptions{.interpret_only = true});
