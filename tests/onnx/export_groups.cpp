@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     const sgraph::Graph g = sgraph::load_onnx(argv[1]);
     const auto n = static_cast<int32_t>(g.nodes.size());
     sgraph::OnnxSaveOptions options;
-    for (int k = 0; k < groups && k < n; ++k) {
+    for (int k = 0; k < groups; ++k) {
       const int32_t start = static_cast<int32_t>(int64_t{k} * n / groups);
       const int32_t end = static_cast<int32_t>(int64_t{k + 1} * n / groups);
       std::vector<int32_t> group;
