@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,11 @@ struct OnnxSaveOptions {
   // topological order of the contracted graph.
   std::vector<std::vector<int32_t>> functions;
   std::vector<std::string> function_names;
+  // Groups in If branches, the same way, by the branch's label "<If node name>/<attribute>"
+  // (nested branches: the labels joined by '/', "If_0/then_branch/If_3/else_branch"); node indices
+  // into that branch's graph. Their functions are named after the label ("If_0_then_branch_
+  // region_<k>"). Labels that name no branch are ignored.
+  std::map<std::string, std::vector<std::vector<int32_t>>> subgraph_functions;
 };
 // A serialized ModelProto. Throws sgraph::Error naming the node and op it cannot write.
 std::string save_onnx_bytes(const Graph& g, const OnnxSaveOptions& options = {});

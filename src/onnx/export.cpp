@@ -15,6 +15,7 @@
 // Function groups: each group becomes one call of a model-local function whose body is the
 // group's nodes, written with the values' own names, so inlining the call gives the group back.
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <queue>
 #include <set>
@@ -128,6 +129,7 @@ struct Scope {
   std::vector<std::string> names;  // by value id
   const Scope* parent = nullptr;
   std::unordered_set<std::string> own;  // names defined in this graph (constants added as made)
+  std::string label;  // a branch's: "<If node>/<attribute>", nested ones joined by '/'
 
   bool visible(const std::string& n) const {
     return own.count(n) || (parent != nullptr && parent->visible(n));
@@ -136,22 +138,32 @@ struct Scope {
 
 class Exporter {
  public:
-  Exporter(int64_t opset, std::unordered_set<std::string> reserved)
-      : opset_(opset), reserved_(std::move(reserved)) {}
+  Exporter(int64_t opset, std::unordered_set<std::string> reserved, onnx::ModelProto& m,
+           const OnnxSaveOptions& options)
+      : opset_(opset), reserved_(std::move(reserved)), model_(m), options_(options) {}
 
   // Writes node `n` of s.g as `name` into `out`, after the Constant nodes its rewriting needs.
   void write_node(Scope& s, const Node& n, const std::string& name, NodeList& out);
+  // Writes s.g's nodes (named node_names) into `out` in a topological order of the graph with each
+  // group contracted, each group one call of a model-local function named fnames[k].
+  void write_grouped(Scope& s, const std::vector<std::string>& node_names,
+                     const std::vector<std::vector<int32_t>>& groups,
+                     const std::vector<std::string>& fnames, NodeList& out);
+  bool wrote_functions() const { return model_.functions_size() > 0; }
 
  private:
   // A Constant node holding `t`, named "<node>/<what>" (made unique); returns the value's name.
   std::string constant(Scope& s, const std::string& node, const std::string& what, const Tensor& t,
                        NodeList& out);
-  void write_branch(const Scope& outer, const Node& n, const Graph& b, onnx::GraphProto& gp);
+  void write_branch(const Scope& outer, const Node& n, const std::string& key, const Graph& b,
+                    onnx::GraphProto& gp);
   void write_attribute(const Scope& s, const Node& n, const std::string& key, const AttrValue& v,
                        onnx::AttributeProto& a);
 
   int64_t opset_;
   std::unordered_set<std::string> reserved_;  // every value name written or to be written
+  onnx::ModelProto& model_;
+  const OnnxSaveOptions& options_;
 };
 
 std::string Exporter::constant(Scope& s, const std::string& node, const std::string& what,
@@ -206,7 +218,7 @@ void Exporter::write_attribute(const Scope& s, const Node& n, const std::string&
           SG_CHECK(n.op == OpKind::If && (key == "then_branch" || key == "else_branch"))
               << "graph attribute '" << key << "' has no ONNX form (only If's branches do)";
           a.set_type(A::GRAPH);
-          write_branch(s, n, *x, *a.mutable_g());
+          write_branch(s, n, key, *x, *a.mutable_g());
         }
       },
       v);
@@ -308,12 +320,12 @@ void Exporter::write_node(Scope& s, const Node& n, const std::string& name, Node
   }
 }
 
-void Exporter::write_branch(const Scope& outer, const Node& n, const Graph& b,
-                            onnx::GraphProto& gp) {
+void Exporter::write_branch(const Scope& outer, const Node& n, const std::string& key,
+                            const Graph& b, onnx::GraphProto& gp) {
   SG_CHECK(b.inputs.size() + 1 == n.inputs.size())
       << "branch '" << b.name << "' has " << b.inputs.size() << " inputs, the node passes "
       << n.inputs.size() - 1 << " outer values";
-  Scope s{b, {}, &outer, {}};
+  Scope s{b, {}, &outer, {}, (outer.label.empty() ? "" : outer.label + "/") + n.name + "/" + key};
   const OnnxNames base = onnx_names(b);
   s.names.assign(b.values.size(), "");
   std::vector<bool> bound(b.values.size(), false);
@@ -343,8 +355,27 @@ void Exporter::write_branch(const Scope& outer, const Node& n, const Graph& b,
   for (size_t v = 0; v < b.values.size(); ++v)
     if (b.values[v].initializer.defined() && !bound[v])
       *gp.add_initializer() = onnx_import::tensor_to_proto(b.values[v].initializer, s.names[v]);
-  for (size_t i = 0; i < b.nodes.size(); ++i)
-    write_node(s, b.nodes[i], base.nodes[i], *gp.mutable_node());
+  // The branch's function groups (OnnxSaveOptions::subgraph_functions), named after the label.
+  std::vector<std::vector<int32_t>> groups;
+  std::vector<std::string> fnames;
+  if (auto it = options_.subgraph_functions.find(s.label);
+      it != options_.subgraph_functions.end()) {
+    groups = it->second;
+    std::string stem;
+    for (char ch : s.label) stem += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    for (size_t k = 0; k < groups.size(); ++k) {
+      std::string f = stem + "_region_" + std::to_string(k);
+      const auto taken = [&](const std::string& name) {
+        for (const auto& fp : model_.functions())
+          if (fp.name() == name) return true;
+        return std::find(fnames.begin(), fnames.end(), name) != fnames.end();
+      };
+      for (int j = 1; taken(f); ++j)
+        f = stem + "_region_" + std::to_string(k) + "_" + std::to_string(j);
+      fnames.push_back(f);
+    }
+  }
+  write_grouped(s, base.nodes, groups, fnames, *gp.mutable_node());
   for (ValueId v : b.outputs) {
     std::string name = s.names.at(v);
     if (bound[v]) {  // an outer value returned as is: ONNX Runtime wants an Identity in between
@@ -473,16 +504,69 @@ Contraction contract(const Graph& g, const std::vector<std::vector<int32_t>>& gr
   return c;
 }
 
+void Exporter::write_grouped(Scope& s, const std::vector<std::string>& node_names,
+                             const std::vector<std::vector<int32_t>>& groups,
+                             const std::vector<std::string>& fnames, NodeList& out) {
+  const Graph& g = s.g;
+  const Contraction c = contract(g, groups, OnnxNames{node_names, s.names});
+  std::vector<bool> read_outside(g.values.size(), false);
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    for (ValueId v : g.nodes[j].inputs)
+      if (v != kNoValue && g.values.at(v).producer >= 0 &&
+          c.unit_of[g.values[v].producer] != c.unit_of[j])
+        read_outside[v] = true;
+  for (ValueId v : g.outputs) read_outside.at(v) = true;
+  std::unordered_set<std::string> taken(node_names.begin(), node_names.end());
+
+  for (int32_t u : c.order) {
+    if (u >= static_cast<int32_t>(groups.size())) {
+      const int32_t i = c.members[u].front();
+      write_node(s, g.nodes[i], node_names[i], out);
+      continue;
+    }
+    onnx::FunctionProto& f = *model_.add_functions();
+    f.set_name(fnames[u]);
+    f.set_domain(kFunctionDomain);
+    auto* fo = f.add_opset_import();
+    fo->set_domain("");
+    fo->set_version(opset_);
+    std::unordered_set<ValueId> produced, listed;
+    for (int32_t i : c.members[u])
+      produced.insert(g.nodes[i].outputs.begin(), g.nodes[i].outputs.end());
+    onnx::NodeProto call;
+    call.set_op_type(fnames[u]);
+    call.set_domain(kFunctionDomain);
+    std::string call_name = fnames[u];
+    for (int k = 1; taken.count(call_name); ++k) call_name = fnames[u] + "_" + std::to_string(k);
+    taken.insert(call_name);
+    call.set_name(call_name);
+    for (int32_t i : c.members[u])
+      for (ValueId v : g.nodes[i].inputs)
+        if (v != kNoValue && !produced.count(v) && listed.insert(v).second) {
+          f.add_input(s.names[v]);
+          call.add_input(s.names[v]);
+        }
+    for (int32_t i : c.members[u])
+      for (ValueId v : g.nodes[i].outputs)
+        if (read_outside[v]) {
+          f.add_output(s.names[v]);
+          call.add_output(s.names[v]);
+        }
+    for (int32_t i : c.members[u]) write_node(s, g.nodes[i], node_names[i], *f.mutable_node());
+    *out.Add() = std::move(call);
+  }
+}
+
 onnx::ModelProto export_model(const Graph& g, const OnnxSaveOptions& options) {
   const int64_t opset = needed_opset(g);
   const OnnxNames names = onnx_names(g);
   std::unordered_set<std::string> reserved(names.values.begin(), names.values.end());
   collect_names(g, reserved);
-  Exporter ex(opset, std::move(reserved));
-  Scope top{g, names.values, nullptr, {}};
+  onnx::ModelProto m;
+  Exporter ex(opset, std::move(reserved), m, options);
+  Scope top{g, names.values, nullptr, {}, ""};
   top.own.insert(names.values.begin(), names.values.end());
 
-  onnx::ModelProto m;
   m.set_ir_version(8);  // model-local functions need 8
   m.set_producer_name("sgraph");
   m.set_producer_version(SGRAPH_VERSION);
@@ -525,56 +609,8 @@ onnx::ModelProto export_model(const Graph& g, const OnnxSaveOptions& options) {
       SG_CHECK(fnames[j] != fnames[k])
           << "function groups " << j << " and " << k << " have the same name '" << fnames[k] << "'";
   }
-  const Contraction c = contract(g, options.functions, names);
-  std::vector<bool> read_outside(g.values.size(), false);
-  for (size_t j = 0; j < g.nodes.size(); ++j)
-    for (ValueId v : g.nodes[j].inputs)
-      if (v != kNoValue && g.values.at(v).producer >= 0 &&
-          c.unit_of[g.values[v].producer] != c.unit_of[j])
-        read_outside[v] = true;
-  for (ValueId v : g.outputs) read_outside.at(v) = true;
-  std::unordered_set<std::string> node_names(names.nodes.begin(), names.nodes.end());
-
-  for (int32_t u : c.order) {
-    if (u >= n_groups) {
-      const int32_t i = c.members[u].front();
-      ex.write_node(top, g.nodes[i], names.nodes[i], *gp.mutable_node());
-      continue;
-    }
-    onnx::FunctionProto& f = *m.add_functions();
-    f.set_name(fnames[u]);
-    f.set_domain(kFunctionDomain);
-    auto* fo = f.add_opset_import();
-    fo->set_domain("");
-    fo->set_version(opset);
-    std::unordered_set<ValueId> produced, listed;
-    for (int32_t i : c.members[u])
-      produced.insert(g.nodes[i].outputs.begin(), g.nodes[i].outputs.end());
-    onnx::NodeProto call;
-    call.set_op_type(fnames[u]);
-    call.set_domain(kFunctionDomain);
-    std::string call_name = fnames[u];
-    for (int k = 1; node_names.count(call_name); ++k)
-      call_name = fnames[u] + "_" + std::to_string(k);
-    node_names.insert(call_name);
-    call.set_name(call_name);
-    for (int32_t i : c.members[u])
-      for (ValueId v : g.nodes[i].inputs)
-        if (v != kNoValue && !produced.count(v) && listed.insert(v).second) {
-          f.add_input(names.values[v]);
-          call.add_input(names.values[v]);
-        }
-    for (int32_t i : c.members[u])
-      for (ValueId v : g.nodes[i].outputs)
-        if (read_outside[v]) {
-          f.add_output(names.values[v]);
-          call.add_output(names.values[v]);
-        }
-    for (int32_t i : c.members[u])
-      ex.write_node(top, g.nodes[i], names.nodes[i], *f.mutable_node());
-    *gp.add_node() = std::move(call);
-  }
-  if (n_groups > 0) {
+  ex.write_grouped(top, names.nodes, options.functions, fnames, *gp.mutable_node());
+  if (ex.wrote_functions()) {
     auto* fd = m.add_opset_import();
     fd->set_domain(kFunctionDomain);
     fd->set_version(1);

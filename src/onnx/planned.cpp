@@ -1,6 +1,7 @@
 // The planned model: a Session's graph written with each of its regions as one node calling a
 // model-local ONNX function, and its warm-up record in the metadata (see onnx.h).
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "ir/debug.h"
@@ -9,6 +10,20 @@
 #include "sgraph/session.h"
 
 namespace sgraph {
+
+namespace {
+
+// The regions of the planned subgraphs (If branches) under `prefix`, by label.
+void subgraph_groups(const std::vector<Report>& subs, const std::string& prefix,
+                     std::map<std::string, std::vector<std::vector<int32_t>>>& out) {
+  for (const Report& sub : subs) {
+    const std::string label = prefix + sub.graph;
+    for (const RegionReport& r : sub.regions) out[label].push_back(r.node_ids);
+    subgraph_groups(sub.subgraphs, label + "/", out);
+  }
+}
+
+}  // namespace
 
 std::string save_planned_onnx_bytes(const Session& s) {
   const Graph& g = s.graph();
@@ -35,6 +50,7 @@ std::string save_planned_onnx_bytes(const Session& s) {
     o.functions.push_back(r.node_ids);
     o.function_names.push_back((r.dynamic ? "dynamic_region_" : "region_") + std::to_string(r.id));
   }
+  subgraph_groups(rep.subgraphs, "", o.subgraph_functions);
   std::string bytes = save_onnx_bytes(out, o);
   // The record holds only if the file reads back as the same graph: ops sgraph holds in an older
   // opset's form may be written anew (an attribute as a constant input), and then it does not.

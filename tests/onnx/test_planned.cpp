@@ -122,3 +122,33 @@ TEST_CASE("Planned model: each shared test model reads back with the plan it was
     }
   }
 }
+
+TEST_CASE("Planned model: a model with If branches, compiled, matches the interpreter") {
+  const std::string dir = kTestData + "/real/silero_vad_legacy";
+  Graph g = load_onnx_bytes(save_onnx_bytes(load_onnx(dir + "/model.onnx")), "silero");
+  const std::vector<std::vector<Tensor>> sets = load_data_set_inputs(dir);
+  Session a(g, SessionOptions{.jit = false});
+  a.warm_up(sets);
+  const std::string bytes = save_planned_onnx_bytes(a);
+  // Its regions are in If branches: functions called from inside the branches.
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(bytes));
+  int in_branches = 0;
+  for (const auto& n : m.graph().node())
+    for (const auto& attr : n.attribute())
+      for (const auto& inner : attr.g().node()) in_branches += inner.domain() == "sgraph.region";
+  CHECK(in_branches >= 1);
+  CHECK(m.functions_size() >= in_branches);
+  Session ref(g, SessionOptions{.interpret_only = true});
+  for (int mode = 0; mode < 3; ++mode) {
+    CAPTURE(mode);  // 0: interpreted, 1: compiled after a warm-up, 2: compiled from the record
+    Session b(load_onnx_bytes(bytes, "planned"),
+              SessionOptions{.interpret_only = mode == 0, .use_warmup_record = mode == 2});
+    for (int pass = 0; pass < 2; ++pass)
+      for (const std::vector<Tensor>& set : sets) {
+        const std::vector<Tensor> x = b.run(set), y = ref.run(set);
+        REQUIRE(x.size() == y.size());
+        for (size_t i = 0; i < x.size(); ++i) check_tensors_close(x[i], y[i], 1e-3, 1e-4);
+      }
+  }
+}
