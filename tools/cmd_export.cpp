@@ -14,6 +14,24 @@
 
 namespace sgraph::cli {
 
+namespace {
+
+// The planned If branches' regions and ops, nested ones included.
+void branch_counts(const std::vector<Report>& subs, size_t& planned, size_t& ops, size_t& regions,
+                   size_t& in_regions) {
+  for (const Report& sub : subs) {
+    if (sub.planned) {
+      ++planned;
+      ops += sub.ops.size();
+      regions += sub.regions.size();
+      for (const RegionReport& reg : sub.regions) in_regions += reg.nodes.size();
+    }
+    branch_counts(sub.subgraphs, planned, ops, regions, in_regions);
+  }
+}
+
+}  // namespace
+
 int cmd_export(const Args& args) {
   if (args.positional.size() != 1) throw UsageError("export: expected one MODEL");
   const std::vector<std::string> outs = args.all("-o");
@@ -69,6 +87,14 @@ int cmd_export(const Args& args) {
   std::printf("regions: %zu, holding %zu of %zu ops\n", r.regions.size(), in_regions, ops);
   std::printf("nodes:   %zu before, %zu after (each region one function call)\n", ops,
               ops - in_regions + r.regions.size());
+  size_t branches = 0, branch_ops = 0, branch_regions = 0, branch_in_regions = 0;
+  branch_counts(r.subgraphs, branches, branch_ops, branch_regions, branch_in_regions);
+  if (branches > 0)
+    std::printf(
+        "branches: %zu planned If branches, %zu regions holding %zu of their %zu ops: %zu "
+        "nodes after\n",
+        branches, branch_regions, branch_in_regions, branch_ops,
+        branch_ops - branch_in_regions + branch_regions);
   if (compile)
     std::printf("kernels: %d compiled, %d from the disk cache, in %.1f ms (%s)\n",
                 planned.compilations, planned.disk_loads, ms,
