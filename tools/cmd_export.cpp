@@ -104,11 +104,12 @@ int cmd_export(const Args& args) {
         "nodes after\n",
         branches, branch_regions, branch_in_regions, branch_ops,
         branch_ops - branch_in_regions + branch_regions);
-  int compiled = 0, loaded = 0;
-  kernel_counts(planned, compiled, loaded);
+  int compiled = 0, from_disk = 0;
+  kernel_counts(planned, compiled, from_disk);
   if (compile)
-    std::printf("kernels: %d compiled, %d from the disk cache, in %.1f ms (%s)\n", compiled, loaded,
-                ms, o.cache_dir.empty() ? "no disk cache" : ("into " + o.cache_dir).c_str());
+    std::printf("kernels: %d compiled, %d from the disk cache, in %.1f ms (%s)\n", compiled,
+                from_disk, ms,
+                o.cache_dir.empty() ? "no disk cache" : ("into " + o.cache_dir).c_str());
   std::printf("wrote:   %s\n", outs.back().c_str());
   return 0;
 }
