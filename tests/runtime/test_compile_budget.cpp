@@ -71,15 +71,23 @@ TEST_CASE("Compile budget: a region deferred by a short horizon is compiled once
                       [](const RegionReport& reg) { return reg.compiled || reg.compiling; }))
         break;
     }
-    CHECK(calls > 100);
     s.wait_compiled();
     check_tensors_close(s.run({x})[0], want);
     r = s.report();
     for (const RegionReport& reg : r.regions) {
       CAPTURE(reg.budget);
       CHECK(reg.compiled);
-      CHECK(contains(reg.budget, "calls interpreted"));
-      CHECK(reg.interpreted_calls >= 100);
+      // Compiled once its interpreted calls repaid the prediction, not before: the budget says
+      // "repays after M calls" when planning and "compiled after K calls interpreted" later.
+      const auto number_after = [&](const std::string& what) -> int64_t {
+        const size_t at = reg.budget.find(what);
+        REQUIRE(at != std::string::npos);
+        return std::stoll(reg.budget.substr(at + what.size()));
+      };
+      const int64_t repays = number_after("repays after "), after = number_after("compiled after ");
+      CHECK(repays > 1);  // (deferred at horizon 1)
+      CHECK(after >= repays - 1);
+      CHECK(reg.interpreted_calls >= after);
       CHECK(reg.active_from_call > 2);
     }
     CHECK(kernel_calls(r) >= 1);
