@@ -9,11 +9,15 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/StringSaver.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <string_view>
 
@@ -58,6 +62,18 @@ std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
   std::call_once(init, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // SGRAPH_LLVM_ARGS="-time-passes ...": LLVM's own options, for studying compile time (read
+    // once per process; kernel cache keys hold them, see below).
+    if (const char* args = std::getenv("SGRAPH_LLVM_ARGS"); args && *args) {
+      llvm::BumpPtrAllocator alloc;
+      llvm::StringSaver saver(alloc);
+      llvm::SmallVector<const char*, 8> argv{"sgraph"};
+      llvm::cl::TokenizeGNUCommandLine(args, saver, argv);
+      if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "",
+                                             &llvm::errs())) {
+        SG_LOG(1) << "SGRAPH_LLVM_ARGS: LLVM did not take all of \"" << args << "\"";
+      }
+    }
   });
   auto impl = std::make_unique<Impl>();
   auto jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
@@ -71,6 +87,9 @@ std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
   impl->perf_map = add_perf_map(*impl->lljit);
   // (With the perf map, local functions are exported: other code, so another key.)
   impl->build = KernelCache::build_identity() + (impl->perf_map ? ", perf map" : "");
+  // LLVM options change the code a module compiles to: part of every key.
+  if (const char* args = std::getenv("SGRAPH_LLVM_ARGS"); args && *args)
+    impl->build += std::string(", LLVM options ") + args;
   if (!disk.dir.empty()) impl->disk = std::make_unique<DiskCache>(disk.dir, disk.max_bytes);
   impl->streaming_stores = impl->tm->getTargetTriple().isX86();
   llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
@@ -119,6 +138,18 @@ llvm::Expected<KernelFn> link(llvm::orc::LLJIT& lljit, const std::string& name,
   if (addr) return addr->toPtr<KernelFn>();
   llvm::consumeError(rt->remove());
   return addr.takeError();
+}
+
+// SGRAPH_DUMP_IR=DIR: each module as emitted (before optimisation) into DIR/<kernel>.ll, to study
+// its compile time offline (`opt -O1 -time-passes`, `llc -time-passes`).
+void dump_emitted(const llvm::Module& m, const std::string& dir, const std::string& name) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(dir + "/" + name + ".ll", ec);
+  if (ec) {
+    SG_LOG(1) << "SGRAPH_DUMP_IR: cannot write " << dir << "/" << name << ".ll: " << ec.message();
+    return;
+  }
+  m.print(out, nullptr);
 }
 
 }  // namespace
@@ -173,6 +204,7 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   for (llvm::Function& f : m) rename(f);
   for (llvm::GlobalVariable& gv : m.globals()) rename(gv);
   const size_t emitted = m.getInstructionCount();
+  if (const char* dir = std::getenv("SGRAPH_DUMP_IR"); dir && *dir) dump_emitted(m, dir, unique);
   const auto optimising = Clock::now();
   optimise(m, *j.tm, j.vector_math.tlii);
   const double optimise_ms = ms_since(optimising);
