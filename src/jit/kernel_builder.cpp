@@ -139,7 +139,7 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
   llvm::Function* nest = make_nest(bfn);
 
   // In the kernel: run the nest, split over threads when allowed.
-  if (parallel && trip > 1) {
+  if (parallel && trip > 1 && !serial_) {
     llvm::FunctionCallee pfor =
         m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr, ptr, ptr, i64t);
     b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, i64(trip)});

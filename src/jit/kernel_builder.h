@@ -13,7 +13,8 @@
 // [begin, end): it loads the pointers and calls an always-inline body whose pointer parameters are
 // noalias, so LLVM knows the buffers overlap nothing and vectorises without runtime checks. Nests
 // whose outermost loop iterations write disjoint memory (every output nest; a reduction whose
-// outermost dim is kept) may be split over threads; the others run whole.
+// outermost dim is kept) may be split over threads; the others run whole. A serial kernel (its
+// plan runs it on one thread, set_serial) calls every nest directly, and LLVM inlines them.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -44,6 +45,8 @@ class KernelBuilder final : public ops::Emitter {
   // ops (see why_not_dynamic in region_compiler.h).
   KernelBuilder(const Graph& g, const Region& r, const std::vector<SymShape>& sym,
                 size_t num_symbols, llvm::Module& m);
+  // One thread runs the kernel: nests are called directly (see compile_region). Before build().
+  void set_serial(bool serial) { serial_ = serial; }
   void build(const std::string& name);
   // Bytes of the scratch block the kernel expects after its outputs (0: none), 64-byte aligned.
   int64_t scratch_bytes() const { return heap_bytes_; }
@@ -140,6 +143,7 @@ class KernelBuilder final : public ops::Emitter {
   std::vector<llvm::Value*> kernel_ptrs_;  // per slot, in the kernel: every pointer
   std::vector<llvm::Value*> ptrs_;         // per slot, in the nest being built: its pointer
   int nests_ = 0;
+  bool serial_ = false;                                      // set_serial
   std::map<std::pair<ValueId, Index>, llvm::Value*> cache_;  // elements made in the current nest
   std::map<ValueId, Shape> coalesced_;               // shapes in the current loop nest, if merged
   std::map<ValueId, Held> held_;                     // values computed whole into local buffers

@@ -79,7 +79,7 @@ CompiledRegion not_compiled(std::string why) {
 // Builds the module with `make` (a KernelBuilder) and compiles it.
 template <class Make>
 CompiledRegion compile_with(Jit& jit, const Region& r, const std::string& name, Jit::Reuse reuse,
-                            const Make& make) {
+                            bool serial, const Make& make) {
   CompiledRegion result;
   const auto start = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -87,6 +87,7 @@ CompiledRegion compile_with(Jit& jit, const Region& r, const std::string& name, 
   m->setTargetTriple(jit.target_triple());
   m->setDataLayout(jit.data_layout());
   KernelBuilder builder = make(*m);
+  builder.set_serial(serial);
   builder.build(name);
   result.scratch_bytes = builder.scratch_bytes();
   result.scratch_sym = builder.scratch_sym();
@@ -102,9 +103,9 @@ CompiledRegion compile_with(Jit& jit, const Region& r, const std::string& name, 
 
 CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
                               const std::vector<Shape>& value_shapes, const std::string& name,
-                              Jit::Reuse reuse) {
+                              Jit::Reuse reuse, bool serial) {
   if (std::string why = why_not_compilable(g, r); !why.empty()) return not_compiled(why);
-  return compile_with(jit, r, name, reuse,
+  return compile_with(jit, r, name, reuse, serial,
                       [&](llvm::Module& m) { return KernelBuilder(g, r, value_shapes, m); });
 }
 
@@ -182,8 +183,8 @@ std::string why_not_dynamic(const Graph& g, const Node& n,
 
 CompiledRegion compile_dynamic_region(Jit& jit, const Graph& g, const Region& r,
                                       const std::vector<std::optional<SymShape>>& sym_shapes,
-                                      size_t num_symbols, const std::string& name,
-                                      Jit::Reuse reuse) {
+                                      size_t num_symbols, const std::string& name, Jit::Reuse reuse,
+                                      bool serial) {
   if (std::string why = why_not_compilable(g, r); !why.empty()) return not_compiled(why);
   for (int32_t i : r.nodes)
     if (std::string why = why_not_dynamic(g, g.nodes[i], sym_shapes); !why.empty())
@@ -198,7 +199,7 @@ CompiledRegion compile_dynamic_region(Jit& jit, const Graph& g, const Region& r,
       SG_CHECK(d.sym < static_cast<int32_t>(num_symbols) &&
                (!d.symbolic() || (d.scale > 0 && d.div >= 1)))
           << "a symbolic dim out of range";
-  return compile_with(jit, r, name, reuse,
+  return compile_with(jit, r, name, reuse, serial,
                       [&](llvm::Module& m) { return KernelBuilder(g, r, shapes, num_symbols, m); });
 }
 

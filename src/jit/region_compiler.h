@@ -60,9 +60,13 @@ struct CompiledRegion {
 // size for kernel-local buffers (its contents need not survive between calls). Throws
 // sgraph::Error when the shapes are inconsistent with the graph (e.g. operands that do not
 // broadcast) or LLVM fails.
+// `serial`: the kernel will run on one thread (its plan's threads are 1), so its nests are
+// called directly, not through sgraph_parallel_for, and LLVM inlines them into one function:
+// 12-35% less compile time than outlined nests, the kernel as fast (bench/README.md, "What
+// compiling costs"). Such a kernel ignores its context's threads.
 CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,
                               const std::vector<Shape>& value_shapes, const std::string& name,
-                              Jit::Reuse reuse = Jit::Reuse::same_code);
+                              Jit::Reuse reuse = Jit::Reuse::same_code, bool serial = false);
 
 // ---- dynamic regions (Region::dynamic): shapes with symbolic dims, compiled once for every value
 // of the symbols. The kernel reads symbol k from dims[k]; every loop bound, stride and broadcast
@@ -93,6 +97,7 @@ bool takes_symbolic_dims(OpKind op);
 CompiledRegion compile_dynamic_region(Jit& jit, const Graph& g, const Region& r,
                                       const std::vector<std::optional<SymShape>>& sym_shapes,
                                       size_t num_symbols, const std::string& name,
-                                      Jit::Reuse reuse = Jit::Reuse::same_code);
+                                      Jit::Reuse reuse = Jit::Reuse::same_code,
+                                      bool serial = false);
 
 }  // namespace sgraph::jit

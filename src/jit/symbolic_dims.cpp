@@ -138,7 +138,7 @@ void KernelBuilder::sym_loop_nest(const SymShape& s, bool parallel, const Body& 
   llvm::Type* ptr = b_.getPtrTy();
   llvm::Function* bfn = nullptr;
   llvm::Function* nest = make_nest(bfn);
-  if (parallel) {
+  if (parallel && !serial_) {
     llvm::FunctionCallee pfor = m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr,
                                                        ptr, ptr, b_.getInt64Ty());
     b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, trip});

@@ -457,9 +457,10 @@ struct Session::Impl {
     if (!p.why_interpreted.empty()) return;
     std::vector<std::optional<SymShape>> shapes(graph.values.size());
     for (const auto& [v, s] : p.planned_sym) shapes[v] = s;
-    compile(p, [this, region = p.region, shapes = std::move(shapes),
-                symbols = p.symbols.size()](jit::Jit& j) {
-      return jit::compile_dynamic_region(j, graph, region, shapes, symbols, "sg_dynamic");
+    compile(p, [this, region = p.region, shapes = std::move(shapes), symbols = p.symbols.size(),
+                serial = serial_kernel(p.region, *profiler)](jit::Jit& j) {
+      return jit::compile_dynamic_region(j, graph, region, shapes, symbols, "sg_dynamic",
+                                         jit::Jit::Reuse::same_code, serial);
     });
   }
 
@@ -491,14 +492,21 @@ struct Session::Impl {
     ValueGuards vg = value_guards(graph, r, shapes, values ? *values : tracker->small_values());
     if (vg.why_not.empty()) {
       p.value_guards = std::move(vg.guards);
-      compile(p, [this, region = p.region, shapes, reuse](jit::Jit& j) {
-        return jit::compile_region(j, graph, region, shapes, "sg_region", reuse);
+      compile(p, [this, region = p.region, shapes, reuse,
+                  serial = serial_kernel(p.region, prof)](jit::Jit& j) {
+        return jit::compile_region(j, graph, region, shapes, "sg_region", reuse, serial);
       });
     } else {
       p.why_interpreted = vg.why_not;  // its shapes depend on values it cannot check
     }
     plan_threads(p, prof);
     return p;
+  }
+
+  // Whether the region's kernel will run on one thread (plan_threads' answer), so it is compiled
+  // with its nests inlined (jit::compile_region's `serial`).
+  bool serial_kernel(const Region& r, const OpProfiler& prof) const {
+    return region_threads(profiled_ns(r, prof), max_threads, nullptr) == 1;
   }
 
   // Resources: a kernel's threads, from its ops' profiled time; every plan gets its own

@@ -72,13 +72,13 @@ struct RegionRun {
 // Runs g's nodes as one compiled region and through the interpreter.
 inline RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds,
                             Jit& jit = shared_jit(), int threads = 1,
-                            const std::string& name = fresh_name()) {
+                            const std::string& name = fresh_name(), bool serial = false) {
   ShapeRecorder shapes(g);
   OpObserver* observers[] = {&shapes};
   RegionRun run;
   run.want = Interpreter(g).run(feeds, observers);
   const Region r = whole_graph(g);
-  run.compiled = compile_region(jit, g, r, shapes.shapes, name);
+  run.compiled = compile_region(jit, g, r, shapes.shapes, name, Jit::Reuse::same_code, serial);
   REQUIRE_MESSAGE(compiled(run.compiled), run.compiled.why_not);
   std::vector<void*> buffers;
   for (ValueId v : r.inputs) {

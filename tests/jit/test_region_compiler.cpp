@@ -260,6 +260,38 @@ TEST_CASE("JIT: outputs beyond the caches are stored non-temporally, not in loop
   }
 }
 
+TEST_CASE("JIT: a serial kernel calls its nests directly, inlined into one function") {
+  // Softmax over rows: nests for the row maxima, the sums and the output, each splittable.
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {64, 200});
+  const ValueId sm = b.node(OpKind::Softmax, {x}, {{"axis", int64_t{-1}}}).front();
+  b.output(b.add(sm, b.input("y", DType::f32, {64, 200})));
+  const Graph g = b.build();
+  const std::vector<Tensor> feeds = {test::random_f32({64, 200}, 1),
+                                     test::random_f32({64, 200}, 2)};
+  const auto defines = [](const std::string& ir) {
+    size_t n = 0;
+    for (size_t at = ir.find("\ndefine "); at != std::string::npos;
+         at = ir.find("\ndefine ", at + 1))
+      ++n;
+    return n;
+  };
+  for (bool serial : {false, true})
+    for (int threads : {1, 2}) {
+      INFO("serial " << serial << ", threads " << threads);
+      std::unique_ptr<Jit> jit = Jit::create();
+      jit->keep_ir(true);
+      const RegionRun run = run_region(g, feeds, *jit, threads, fresh_name(), serial);
+      test::check_tensors_close(run.got[0], run.want[0], 1e-5);
+      const std::string ir = jit->last_ir();
+      CHECK(test::contains(ir, "sgraph_parallel_for") == !serial);
+      if (serial)
+        CHECK(defines(ir) == 1);  // the kernel alone
+      else
+        CHECK(defines(ir) > 2);  // the kernel and its nests
+    }
+}
+
 TEST_CASE("JIT: the same code compiles once, under any name, and lives until its last handle") {
   std::unique_ptr<Jit> jit = Jit::create();
   GraphBuilder b;
