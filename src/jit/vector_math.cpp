@@ -3,9 +3,12 @@
 // host can run is registered as a TargetLibraryInfo VecDesc, so the loop vectoriser replaces a
 // call to a libm function that does not access memory by the vector variant.
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassTimingInfo.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -66,7 +69,15 @@ void optimise(llvm::Module& m, llvm::TargetMachine& tm, const llvm::TargetLibrar
   // 0.122 -> 0.111 ms) and compiled 2-5x faster (cnn_bn_gap's regions 744 -> 141 ms), since
   // unrolled nests are mostly more code for the later passes and for instruction selection.
   options.LoopUnrolling = false;
-  llvm::PassBuilder pb(&tm, options);
+  // With SGRAPH_LLVM_ARGS=-time-passes, the passes' timers (printed when the process ends).
+  std::optional<llvm::PassInstrumentationCallbacks> pic;
+  std::optional<llvm::StandardInstrumentations> si;
+  if (llvm::TimePassesIsEnabled) {
+    pic.emplace();
+    si.emplace(m.getContext(), /*DebugLogging=*/false);
+    si->registerCallbacks(*pic, &mam);
+  }
+  llvm::PassBuilder pb(&tm, options, std::nullopt, pic ? &*pic : nullptr);
   // Registered before the defaults, so the pipeline sees the libmvec mappings.
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
