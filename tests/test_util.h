@@ -3,8 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <random>
@@ -173,5 +177,22 @@ inline Attributes axes_attr(Ints axes, int64_t keepdims = 1) {
 }
 inline const double kInf = std::numeric_limits<double>::infinity();
 inline const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A fresh directory under the system's temporary one, removed at the end of the test.
+struct TempDir {
+  TempDir() {
+    static std::atomic<int> n{0};
+    path = std::filesystem::temp_directory_path() /
+           ("sgraph_test_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::filesystem::path path;
+};
 
 }  // namespace sgraph::test

@@ -102,9 +102,11 @@ struct SessionOptions {
   // reads and writes at memory bandwidth) times this is less than its predicted compile time (per
   // op, calibrated by the Session's own compiles) is deferred: it runs interpreted, and is
   // compiled once the calls it has run that way would have repaid the compile (so it costs at
-  // most twice what the best choice in hindsight would). A region with no predicted saving stays
-  // interpreted. The report says which and why (RegionReport::budget). 0: every region is
-  // compiled when planned (the default: tools, tests and benchmarks compare kernels).
+  // most twice what the best choice in hindsight would) — unless its kernel is in the JIT's
+  // memory or disk cache already: then it costs no compile and is taken at once. A region with no
+  // predicted saving stays interpreted. The report says which and why (RegionReport::budget). 0:
+  // every region is compiled when planned (the default: tools, tests and benchmarks compare
+  // kernels).
   int64_t compile_horizon = 0;
   // Whose JIT and kernel cache the Session uses (its subgraphs' Sessions use the same): null, the
   // process's (Runtime::process()).

@@ -169,13 +169,13 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   SG_CHECK(!llvm::verifyModule(m, &os)) << "JIT: kernel '" << name << "' is invalid: " << problems;
   // 1. The same code compiled before, in this process.
   std::string key;
-  if (reuse == Reuse::same_code) {
+  if (reuse != Reuse::never) {
     key = KernelCache::key_of(m, *j.tm, j.build);
     if (Kernel same; j.cache.find(key, same)) return same;
   }
   // The JIT's names: `name` and everything named after it get this code's number, or, for code
   // the disk cache may hold, its key (so an object from the cache defines the name looked up).
-  const bool disk = j.disk && reuse == Reuse::same_code && !j.keep_ir && debug_level() < 3;
+  const bool disk = j.disk && reuse != Reuse::never && !j.keep_ir && debug_level() < 3;
   const std::string unique =
       disk ? name + "_k" + key.substr(0, 16) : name + "_" + std::to_string(j.next_code++);
   llvm::orc::ResourceTrackerSP rt;
@@ -196,6 +196,7 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
       SG_LOG(1) << "kernel cache: the entry for " << unique
                 << " did not link, compiling it: " << llvm::toString(fn.takeError());
     }
+  if (reuse == Reuse::cached_only) return {};
   // 3. Compiled now.
   const auto rename = [&](llvm::GlobalValue& gv) {
     if (!gv.isDeclaration() && gv.getName().starts_with(name))

@@ -77,11 +77,12 @@ class Jit {
     bool reused = false;     // the same code was compiled before: this is that kernel
     bool from_disk = false;  // loaded from the disk cache, not compiled
   };
-  enum class Reuse { same_code, never };
+  enum class Reuse { same_code, never, cached_only };
   // Optimises `module`, compiles it and returns the function `name` it defines — or, with
   // Reuse::same_code, the kernel of an earlier module with the same code and target (the module
   // is then dropped unoptimised), or that of the disk cache's entry for it (Reuse::never and
-  // keep_ir bypass the disk cache). Each returned kernel has a handle of its own. Throws
+  // keep_ir bypass the disk cache). Reuse::cached_only: one of those two, else no kernel (fn
+  // nullptr) and nothing compiled. Each returned kernel has a handle of its own. Throws
   // sgraph::Error when the module is invalid or fails to compile (the JIT stays usable).
   Kernel add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
              const std::string& name, Reuse reuse = Reuse::same_code);

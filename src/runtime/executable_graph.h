@@ -121,7 +121,7 @@ struct RegionPlan {
   int64_t saving_ns = 0;
   double predicted_compile_ms = 0;
   std::string budget;
-  std::function<jit::CompiledRegion(jit::Jit&)> deferred_job;
+  std::function<jit::CompiledRegion(jit::Jit&, bool cached_only)> deferred_job;
   // Threads for the kernel's loop nests, from the region's profiled time, and why; ctx (made by
   // the planner, one per plan; copies of a plan share it) is what the kernel gets as its ctx.
   int threads = 1;

@@ -458,9 +458,10 @@ struct Session::Impl {
     std::vector<std::optional<SymShape>> shapes(graph.values.size());
     for (const auto& [v, s] : p.planned_sym) shapes[v] = s;
     compile(p, [this, region = p.region, shapes = std::move(shapes), symbols = p.symbols.size(),
-                serial = serial_kernel(p.region, *profiler)](jit::Jit& j) {
-      return jit::compile_dynamic_region(j, graph, region, shapes, symbols, "sg_dynamic",
-                                         jit::Jit::Reuse::same_code, serial);
+                serial = serial_kernel(p.region, *profiler)](jit::Jit& j, bool cached_only) {
+      return jit::compile_dynamic_region(
+          j, graph, region, shapes, symbols, "sg_dynamic",
+          cached_only ? jit::Jit::Reuse::cached_only : jit::Jit::Reuse::same_code, serial);
     });
   }
 
@@ -492,9 +493,10 @@ struct Session::Impl {
     ValueGuards vg = value_guards(graph, r, shapes, values ? *values : tracker->small_values());
     if (vg.why_not.empty()) {
       p.value_guards = std::move(vg.guards);
-      compile(p, [this, region = p.region, shapes, reuse,
-                  serial = serial_kernel(p.region, prof)](jit::Jit& j) {
-        return jit::compile_region(j, graph, region, shapes, "sg_region", reuse, serial);
+      compile(p, [this, region = p.region, shapes, reuse, serial = serial_kernel(p.region, prof)](
+                     jit::Jit& j, bool cached_only) {
+        return jit::compile_region(j, graph, region, shapes, "sg_region",
+                                   cached_only ? jit::Jit::Reuse::cached_only : reuse, serial);
       });
     } else {
       p.why_interpreted = vg.why_not;  // its shapes depend on values it cannot check
@@ -534,13 +536,16 @@ struct Session::Impl {
   // code, so nothing the code depends on can be left out of it. With background compilation the
   // job goes to the compiler thread (it owns copies of what it reads, but the graph and the JIT),
   // and the region is interpreted until a call installs its kernel (install_compiled).
-  using CompileJob = std::function<jit::CompiledRegion(jit::Jit&)>;
+  // Builds the region's kernel; `cached_only`: only if the JIT's memory or disk cache has it
+  // (else returns no kernel, compiling nothing).
+  using CompileJob = std::function<jit::CompiledRegion(jit::Jit&, bool cached_only)>;
   void compile(RegionPlan& p, CompileJob compile_it) {
     if (!options.jit) {
       p.why_interpreted = "JIT disabled";
       return;
     }
     if (budget_defers(p)) {
+      if (p.saving_ns > 0 && load_cached(p, compile_it)) return;
       p.deferred_job = std::move(compile_it);
       return;
     }
@@ -630,12 +635,31 @@ struct Session::Impl {
       if (background) {
         p.compile_job = ++compile_jobs;
         background->submit(p.compile_job,
-                           [j = jit.get(), f = std::move(compile_it)] { return f(*j); });
+                           [j = jit.get(), f = std::move(compile_it)] { return f(*j, false); });
         return;
       }
-      record(p, compile_it(*jit));
+      record(p, compile_it(*jit, false));
     } catch (const Error& e) {
       p.why_interpreted = e.what();
+    }
+  }
+
+  // A region the budget would defer whose kernel is already in the JIT's memory or disk cache
+  // costs no compile: it is taken now (in this thread: building the IR to key it and loading the
+  // object take milliseconds). False when no cache has it.
+  bool load_cached(RegionPlan& p, const CompileJob& compile_it) {
+    try {
+      if (!jit) jit = options.runtime->impl().jit({options.cache_dir, options.cache_max_bytes});
+      jit::CompiledRegion c = compile_it(*jit, true);
+      if (c.kernel.fn == nullptr) return false;
+      p.why_interpreted.clear();
+      p.budget = "its kernel was cached (" + std::string(c.kernel.from_disk ? "disk" : "memory") +
+                 "), taken at once; else " + p.budget;
+      record(p, std::move(c));
+      return true;
+    } catch (const Error& e) {
+      SG_LOG(1) << "compile budget: looking the kernel up in the caches failed: " << e.what();
+      return false;
     }
   }
 

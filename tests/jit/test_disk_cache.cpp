@@ -17,23 +17,9 @@ using namespace sgraph;
 using namespace sgraph::jit;
 using namespace sgraph::test::region;
 namespace fs = std::filesystem;
+using test::TempDir;
 
 namespace {
-
-// A fresh directory, removed at the end of the test.
-struct TempDir {
-  TempDir() {
-    static std::atomic<int> n{0};
-    path = fs::temp_directory_path() /
-           ("sgraph_disk_cache_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
 
 // A small elementwise graph; `k` changes its code (a constant), so each k is another kernel.
 Graph graph_of(float k) {

@@ -94,3 +94,62 @@ TEST_CASE("Compile budget: a region deferred by a short horizon is compiled once
     CHECK(r.warmup_runs == 2);
   }
 }
+
+TEST_CASE("Compile budget: a region whose kernel a cache holds is loaded at once, not deferred") {
+  const Tensor x = random_f32({3, 4}, 7);
+  const Tensor want = Session(split_mlp(), SessionOptions{.interpret_only = true}).run({x})[0];
+  TempDir dir;
+  const std::shared_ptr<Runtime> filler = Runtime::create();
+  {  // fills the disk cache (and, while alive, filler's memory cache)
+    Session s(split_mlp(),
+              SessionOptions{.warmup_runs = 2, .cache_dir = dir.path.string(), .runtime = filler});
+    for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
+    REQUIRE(s.report().compilations == 2);
+  }
+  for (bool background : {false, true}) {
+    CAPTURE(background);
+    // Another process's view: a JIT of its own, the same cache directory.
+    Session s(split_mlp(), SessionOptions{.warmup_runs = 2,
+                                          .cache_dir = dir.path.string(),
+                                          .background_compile = background,
+                                          .compile_horizon = 1,
+                                          .runtime = Runtime::create()});
+    for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
+    check_tensors_close(s.run({x})[0], want);
+    const Report r = s.report();
+    CHECK(r.compilations == 0);
+    CHECK(r.disk_loads == 2);
+    REQUIRE(r.regions.size() == 2);
+    for (const RegionReport& reg : r.regions) {
+      CAPTURE(reg.budget);
+      CHECK(reg.compiled);
+      CHECK(reg.disk_hit);
+      CHECK(reg.kernel_calls == 1);
+      CHECK(contains(reg.budget, "its kernel was cached (disk), taken at once; else deferred"));
+    }
+  }
+  // A kernel in this process's memory: the same.
+  Session kept(split_mlp(), SessionOptions{.warmup_runs = 2, .runtime = filler});
+  for (int i = 0; i < 2; ++i) kept.run({random_f32({3, 4}, 1)});
+  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .compile_horizon = 1, .runtime = filler});
+  for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
+  check_tensors_close(s.run({x})[0], want);
+  for (const RegionReport& reg : s.report().regions) {
+    CAPTURE(reg.budget);
+    CHECK(reg.compiled);
+    CHECK(reg.cache_hit);
+    CHECK(contains(reg.budget, "its kernel was cached (memory)"));
+  }
+  // An empty cache: deferred as before.
+  TempDir empty;
+  Session cold(split_mlp(), SessionOptions{.warmup_runs = 2,
+                                           .cache_dir = empty.path.string(),
+                                           .compile_horizon = 1,
+                                           .runtime = Runtime::create()});
+  for (int i = 0; i < 2; ++i) cold.run({random_f32({3, 4}, 1)});
+  for (const RegionReport& reg : cold.report().regions) {
+    CAPTURE(reg.budget);
+    CHECK_FALSE(reg.compiled);
+    CHECK(contains(reg.budget, "deferred: saves ~"));
+  }
+}
