@@ -1,13 +1,13 @@
 // `sgraph run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
 //              [--warmup N] [--threads N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE]
-//              [--dot FILE] [--bench-json FILE]`:
+//              [--dot FILE] [--bench-json FILE] [--compile-horizon N]`:
 // runs a model on inputs read from .pb files or made up at random, prints the outputs and how
 // long runs took. --shapes gives per-run shapes that cycle (run k uses the k-th entry of each
 // input, modulo its count), so warm-up runs can see shapes change; --report prints what the
 // warm-up decided (stable and changed ops, regions), --json and --dot write it to files.
 // --bench-json writes steady-state serving figures (runs after the warm-up, planning and the
 // first served run), peak resident memory and where the last run's interpreted time went, for
-// bench/compare.
+// bench/compare. --compile-horizon sets SessionOptions::compile_horizon.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -156,6 +156,7 @@ int cmd_run(const Args& args) {
   options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
   options.threads = static_cast<int>(args.integer("--threads", options.threads, 1));
   options.cache_dir = tool_cache_dir(args);
+  options.compile_horizon = args.integer("--compile-horizon", 0, 0);
   const bool report = !args.all("--report").empty();
   const std::vector<std::string> json = args.all("--json"), dot = args.all("--dot");
   const std::vector<std::string> bench = args.all("--bench-json");

@@ -4,6 +4,7 @@
 //                                               run ONNX backend-test folders against references
 //   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N] [--threads N]
 //              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE] [--bench-json FILE]
+//              [--compile-horizon N]
 //   sgraph info MODEL                           inputs, outputs, constants, op histogram
 //   sgraph export MODEL [--warmup DIR] -o OUT   the planned model (regions as ONNX functions)
 //   sgraph demo [MODEL_DIR] [--warmup N]        warm-up, stable/changed ops, regions, serving
@@ -41,7 +42,7 @@ commands:
       each model's session report after its last run. Exits 1 if any fails.
   run MODEL [--input NAME=FILE.pb | --input NAME=SHAPE]... [--iters N]
             [--warmup N] [--threads N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE]
-            [--dot FILE] [--bench-json FILE]
+            [--dot FILE] [--bench-json FILE] [--compile-horizon N]
       Run an ONNX model on inputs from .pb files or random ones of a SHAPE such as 2x3x224x224
       (inputs not given need a fully static declared shape); print outputs and run times.
       --warmup N: profiled warm-up runs before planning (default 3); --threads N: at most N
@@ -49,7 +50,10 @@ commands:
       shapes, cycling, so warm-up sees shapes change; --report: print stable/changed ops and
       regions; --json/--dot FILE: write that report as JSON / Graphviz DOT; --bench-json FILE:
       write steady-state timing (median/min of the runs after warm-up and the first served run),
-      peak resident memory and the last run's interpreted time per op, as JSON.
+      peak resident memory and the last run's interpreted time per op, as JSON;
+      --compile-horizon N: the compile budget, the calls the session is expected to serve: a
+      region whose predicted saving over N calls cannot repay its compile runs interpreted and
+      is compiled once it would have repaid it (default 0: every region compiled at once).
   info MODEL
       Graph name, opset, producer, inputs and outputs, node and constant counts, op histogram;
       for a planned model (written by export), its plan: regions, and nodes before and after.
@@ -107,7 +111,7 @@ const Command kCommands[] = {
     {"run",
      cmd_run,
      {"--input", "--iters", "--warmup", "--threads", "--shapes", "--json", "--dot", "--bench-json",
-      "--cache-dir"},
+      "--cache-dir", "--compile-horizon"},
      {"--report", "--no-cache"}},
     {"info", cmd_info, {}},
     {"export",

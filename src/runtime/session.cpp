@@ -555,10 +555,11 @@ struct Session::Impl {
   // The compile budget (SessionOptions::compile_horizon). The predictions: a kernel's time is the
   // bytes its region reads and writes at memory bandwidth (optimistic for compute-bound regions,
   // so those are rather compiled than not); a compile takes kCompileMs + kCompileMsPerOp per op
-  // (this machine's figures, bench/README.md "What compiling costs"), scaled by how this
-  // Session's compiles compared with that.
+  // (fitted to this machine's serial-kernel compiles of ../shared/testdata's models, 0.7-2.6x
+  // either way: bench/compile/budget.sh, bench/README.md "The compile budget"), scaled by how
+  // this Session's compiles compared with that.
   static constexpr double kBytesPerNs = 10.0;  // ~10 GB/s
-  static constexpr double kCompileMs = 10.0, kCompileMsPerOp = 4.0;
+  static constexpr double kCompileMs = 8.0, kCompileMsPerOp = 2.5;
   static double base_compile_ms(const Region& r) {
     return kCompileMs + kCompileMsPerOp * static_cast<double>(r.nodes.size());
   }

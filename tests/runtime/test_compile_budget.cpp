@@ -59,7 +59,7 @@ TEST_CASE("Compile budget: a region deferred by a short horizon is compiled once
     }
     CHECK(r.compilations == 0);
     // Served interpreted (correctly) until the calls repay the predicted compile: the budget's
-    // prediction is at least 10 ms, a call saves some microseconds, so thousands of calls.
+    // prediction is at least 8 ms, a call saves some microseconds, so thousands of calls.
     int calls = 0;
     const Tensor x = random_f32({3, 4}, 7);
     const Tensor want = ref.run({x})[0];
