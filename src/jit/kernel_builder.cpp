@@ -144,6 +144,7 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
         m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr, ptr, ptr, i64t);
     b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, i64(trip)});
   } else {
+    nest->addFnAttr(llvm::Attribute::AlwaysInline);  // called once, here
     b_.CreateCall(nest, {table_, i64(0), i64(trip)});
   }
   const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
