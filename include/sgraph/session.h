@@ -114,9 +114,10 @@ struct SessionOptions {
   // A graph whose metadata holds a warm-up record (kWarmupRecordKey: a model written by
   // save_planned_onnx / `sgraph export`) is planned when the Session is made, from that record,
   // with no warm-up run; its kernels come from the disk cache or are compiled then (on the compile
-  // thread with background_compile). A record made for another graph (the model edited since) or
-  // damaged is ignored, with the reason in Report::warmup_record, and the Session warms up as
-  // usual. False: always warm up.
+  // thread with background_compile). A record of fewer than warmup_runs runs (an If branch taken
+  // less often during the warm-up) is where the warm-up goes on from. A record made for another
+  // graph (the model edited since) or damaged is ignored, with the reason in
+  // Report::warmup_record, and the Session warms up as usual. False: always warm up.
   bool use_warmup_record = true;
 };
 
@@ -174,13 +175,16 @@ class Session {
   // True while a kernel is being compiled in the background or waits to be installed.
   bool compiling() const;
   // The warm-up record the current plan was made from (the warm-up runs, and the calls re-plans
-  // observed), as text for the model's metadata under kWarmupRecordKey, naming the graph's nodes
-  // and values by `node_names` / `value_names` (by index and id; unique, non-empty: the names the
-  // model is written with). Throws sgraph::Error before the Session has planned, and in
-  // per_signature or interpret_only mode.
+  // observed) — or, before the Session has planned, the warm-up runs so far —, as text for the
+  // model's metadata under kWarmupRecordKey, naming the graph's nodes and values by `node_names` /
+  // `value_names` (by index and id; unique, non-empty: the names the model is written with).
+  // Throws sgraph::Error before the first warm-up run, and in per_signature or interpret_only
+  // mode.
   std::string warmup_record(const std::vector<std::string>& node_names,
                             const std::vector<std::string>& value_names) const;
-  // The warm-up records of the subgraphs' (If branches') Sessions that have planned, by label
+  // The warm-up records of the subgraphs' (If branches') Sessions that have run, planned or not (a
+  // branch the warm-up took fewer times than warmup_runs: its Session made from the record warms
+  // up on from those runs), by label
   // ("<node>/<attribute>", nested ones "<node>/<attribute>/<node>/<attribute>"), each naming the
   // subgraph's nodes and values by their own names. A model's metadata holds them under
   // "<kWarmupRecordKey>:<label>"; a Session made from it gives each subgraph's Session its record.

@@ -102,11 +102,20 @@ struct Session::Impl {
       return;
     }
     std::lock_guard<std::mutex> lock(plan_mu);
+    bool planned = true;
     try {
-      load_warmup_record(graph, text, *tracker, *profiler);
+      planned = load_warmup_record(graph, text, *tracker, *profiler);
     } catch (const Error& e) {
       record_status = std::string("ignored: ") + e.what();
       SG_LOG(0) << "graph '" << graph.name << "': " << record_status;
+      return;
+    }
+    if (!planned && tracker->runs() < options.warmup_runs) {
+      // A record of fewer warm-up runs (a branch the warm-up took less often): the warm-up goes
+      // on from it.
+      record_status = "loaded: " + std::to_string(tracker->runs()) + " of " +
+                      std::to_string(options.warmup_runs) + " warm-up runs, warming up on";
+      SG_LOG(1) << "graph '" << graph.name << "': " << record_status;
       return;
     }
     record_status = "loaded";
@@ -1035,9 +1044,10 @@ std::string Session::warmup_record(const std::vector<std::string>& node_names,
       << "graph '" << m.graph.name << "': no warm-up record in "
       << (m.options.interpret_only ? "interpret_only" : "per_signature") << " mode";
   std::lock_guard<std::mutex> lock(m.plan_mu);
-  SG_CHECK(m.planned_flag) << "graph '" << m.graph.name
-                           << "': no warm-up record before the Session has planned";
-  return save_warmup_record(m.graph, *m.tracker, *m.profiler, node_names, value_names);
+  SG_CHECK(m.tracker->runs() >= 1)
+      << "graph '" << m.graph.name << "': no warm-up record before the Session's first warm-up run";
+  return save_warmup_record(m.graph, *m.tracker, *m.profiler, node_names, value_names,
+                            m.planned_flag);
 }
 
 }  // namespace sgraph

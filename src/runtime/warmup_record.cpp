@@ -172,12 +172,13 @@ uint64_t graph_fingerprint(const Graph& g, const std::vector<std::string>& node_
 std::string save_warmup_record(const Graph& g, const ShapeTracker& tracker,
                                const OpProfiler& profiler,
                                const std::vector<std::string>& node_names,
-                               const std::vector<std::string>& value_names) {
+                               const std::vector<std::string>& value_names, bool planned) {
   const ShapeTracker::State st = tracker.state();
   Json j;
   j["format"] = kFormat;
   j["graph"] = hex(graph_fingerprint(g, node_names, value_names));
   j["runs"] = st.runs;
+  if (!planned) j["warming_up"] = true;
   Json nodes = Json::array();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ShapeTracker::OpRecord& r = st.ops[i];
@@ -218,7 +219,7 @@ std::string save_warmup_record(const Graph& g, const ShapeTracker& tracker,
   return j.dump();
 }
 
-void load_warmup_record(const Graph& g, std::string_view text, ShapeTracker& tracker,
+bool load_warmup_record(const Graph& g, std::string_view text, ShapeTracker& tracker,
                         OpProfiler& profiler) {
   try {
     const Json j = Json::parse(text);  // throws on malformed JSON
@@ -301,8 +302,10 @@ void load_warmup_record(const Graph& g, std::string_view text, ShapeTracker& tra
         st.values[v] = std::move(t);
       }
     }
+    const bool planned = !j.value("warming_up", false);
     tracker.restore(std::move(st));
     profiler.restore(std::move(samples), figures);
+    return planned;
   } catch (const nlohmann::json::exception& e) {
     SG_FAIL() << "warm-up record of graph '" << g.name << "': malformed (" << e.what() << ")";
   } catch (const Error& e) {

@@ -27,16 +27,18 @@
 namespace sgraph {
 
 // `node_names` / `value_names`: the names the record uses for g's nodes (by index) and values (by
-// id): unique and non-empty (those the model is written with).
+// id): unique and non-empty (those the model is written with). `planned`: the Session has planned
+// from these runs (else the record is of a warm-up not finished, to be gone on with).
 std::string save_warmup_record(const Graph& g, const ShapeTracker& tracker,
                                const OpProfiler& profiler,
                                const std::vector<std::string>& node_names,
-                               const std::vector<std::string>& value_names);
+                               const std::vector<std::string>& value_names, bool planned = true);
 
 // Restores `tracker` and `profiler` (made for g) from a record made for g, whose node and value
 // names are those of the record. Throws sgraph::Error (and leaves both as they were) when the
-// text is damaged, was made for another graph, or does not fit g.
-void load_warmup_record(const Graph& g, std::string_view text, ShapeTracker& tracker,
+// text is damaged, was made for another graph, or does not fit g. Returns whether the recorded
+// Session had planned from those runs (save_warmup_record's `planned`).
+bool load_warmup_record(const Graph& g, std::string_view text, ShapeTracker& tracker,
                         OpProfiler& profiler);
 
 // A fingerprint of g under the given names: its inputs, outputs, nodes (op, attributes, inputs,

@@ -159,12 +159,46 @@ TEST_CASE("Warm-up record: names given at saving are those a graph must have to 
   CHECK(contains(other.report().warmup_record, "another graph"));
 }
 
-TEST_CASE("Warm-up record: none before planning, none in interpret_only mode") {
+TEST_CASE("Warm-up record: none before the first warm-up run, none in interpret_only mode") {
   Session s(split_mlp());
   const Graph& g = s.graph();
   CHECK(contains(error_of([&] { (void)s.warmup_record(node_names(g), value_names(g)); }),
-                 "before the Session has planned"));
+                 "before the Session's first warm-up run"));
   Session i(split_mlp(), SessionOptions{.interpret_only = true});
   CHECK(contains(error_of([&] { (void)i.warmup_record(node_names(g), value_names(g)); }),
                  "interpret_only"));
+}
+
+TEST_CASE("Warm-up record: one of fewer runs than the warm-up is where the warm-up goes on from") {
+  // Batches 2, 2, 5 as recorded_mlp, split: the record holds the first two runs.
+  Session first(split_mlp(), SessionOptions{.warmup_runs = 3});
+  for (int64_t batch : {2, 2}) first.run({random_f32({batch, 4}, 10)});
+  REQUIRE_FALSE(first.planned());
+  const std::string partial =
+      first.warmup_record(node_names(first.graph()), value_names(first.graph()));
+  Session s(with_record(split_mlp(), partial), SessionOptions{.warmup_runs = 3});
+  CHECK_FALSE(s.planned());
+  Report r = s.report();
+  CHECK(r.warmup_record == "loaded: 2 of 3 warm-up runs, warming up on");
+  CHECK(r.warmup_runs == 2);
+  Session ref(split_mlp(), SessionOptions{.interpret_only = true});
+  const Tensor x = random_f32({5, 4}, 10);
+  check_tensors_close(s.run({x})[0], ref.run({x})[0]);
+  REQUIRE(s.planned());  // after one more run, as the recorded Session would have
+  Report want;
+  (void)recorded_mlp(&want);
+  r = s.report();
+  CHECK(r.warmup_runs == 3);
+  CHECK(r.symbols == want.symbols);
+  REQUIRE(r.ops.size() == want.ops.size());
+  for (size_t i = 0; i < r.ops.size(); ++i) {
+    CAPTURE(r.ops[i].node);
+    CHECK(r.ops[i].stable == want.ops[i].stable);
+    CHECK(r.ops[i].changed_at_run == want.ops[i].changed_at_run);
+    CHECK(r.ops[i].region == want.ops[i].region);
+  }
+  for (int64_t batch : {5, 1, 9}) {
+    const Tensor y = random_f32({batch, 4}, static_cast<uint32_t>(40 + batch));
+    check_tensors_close(s.run({y})[0], ref.run({y})[0]);
+  }
 }
