@@ -53,25 +53,28 @@ struct Jit::Impl {
   uint64_t next_code = 1;
   bool keep_ir = false;
   bool perf_map = false;          // SGRAPH_PERF_MAP=1
+  std::string dump_ir;            // SGRAPH_DUMP_IR (see dump_emitted)
   bool streaming_stores = false;  // an x86 target (sfence)
   std::string last_ir, last_asm;
 };
 
 std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
   static std::once_flag init;
+  // SGRAPH_LLVM_ARGS="-time-passes ...": LLVM's own options, for studying compile time. Read and
+  // given to LLVM once per process; every kernel cache key holds them (below).
+  static std::string llvm_args;
   std::call_once(init, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    // SGRAPH_LLVM_ARGS="-time-passes ...": LLVM's own options, for studying compile time (read
-    // once per process; kernel cache keys hold them, see below).
-    if (const char* args = std::getenv("SGRAPH_LLVM_ARGS"); args && *args) {
+    if (const char* args = std::getenv("SGRAPH_LLVM_ARGS")) llvm_args = args;
+    if (!llvm_args.empty()) {
       llvm::BumpPtrAllocator alloc;
       llvm::StringSaver saver(alloc);
       llvm::SmallVector<const char*, 8> argv{"sgraph"};
-      llvm::cl::TokenizeGNUCommandLine(args, saver, argv);
+      llvm::cl::TokenizeGNUCommandLine(llvm_args, saver, argv);
       if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "",
                                              &llvm::errs())) {
-        SG_LOG(1) << "SGRAPH_LLVM_ARGS: LLVM did not take all of \"" << args << "\"";
+        SG_LOG(1) << "SGRAPH_LLVM_ARGS: LLVM did not take all of \"" << llvm_args << "\"";
       }
     }
   });
@@ -88,8 +91,8 @@ std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
   // (With the perf map, local functions are exported: other code, so another key.)
   impl->build = KernelCache::build_identity() + (impl->perf_map ? ", perf map" : "");
   // LLVM options change the code a module compiles to: part of every key.
-  if (const char* args = std::getenv("SGRAPH_LLVM_ARGS"); args && *args)
-    impl->build += std::string(", LLVM options ") + args;
+  if (!llvm_args.empty()) impl->build += ", LLVM options " + llvm_args;
+  if (const char* dir = std::getenv("SGRAPH_DUMP_IR")) impl->dump_ir = dir;
   if (!disk.dir.empty()) impl->disk = std::make_unique<DiskCache>(disk.dir, disk.max_bytes);
   impl->streaming_stores = impl->tm->getTargetTriple().isX86();
   llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
@@ -205,7 +208,7 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   for (llvm::Function& f : m) rename(f);
   for (llvm::GlobalVariable& gv : m.globals()) rename(gv);
   const size_t emitted = m.getInstructionCount();
-  if (const char* dir = std::getenv("SGRAPH_DUMP_IR"); dir && *dir) dump_emitted(m, dir, unique);
+  if (!j.dump_ir.empty()) dump_emitted(m, j.dump_ir, unique);
   const auto optimising = Clock::now();
   optimise(m, *j.tm, j.vector_math.tlii);
   const double optimise_ms = ms_since(optimising);

@@ -641,17 +641,23 @@ struct Session::Impl {
 
   void compile_now(RegionPlan& p, CompileJob compile_it) {
     try {
-      if (!jit) jit = options.runtime->impl().jit({options.cache_dir, options.cache_max_bytes});
       if (background) {
         p.compile_job = ++compile_jobs;
         background->submit(p.compile_job,
-                           [j = jit.get(), f = std::move(compile_it)] { return f(*j, false); });
+                           [j = &the_jit(), f = std::move(compile_it)] { return f(*j, false); });
         return;
       }
-      record(p, compile_it(*jit, false));
+      record(p, compile_it(the_jit(), false));
     } catch (const Error& e) {
       p.why_interpreted = e.what();
     }
+  }
+
+  // The JIT this Session's kernels go to (its Runtime's for the Session's cache directory), got
+  // at the first compile.
+  jit::Jit& the_jit() {
+    if (!jit) jit = options.runtime->impl().jit({options.cache_dir, options.cache_max_bytes});
+    return *jit;
   }
 
   // A region the budget would defer whose kernel is already in the JIT's memory or disk cache
@@ -659,8 +665,7 @@ struct Session::Impl {
   // object take milliseconds). False when no cache has it.
   bool load_cached(RegionPlan& p, const CompileJob& compile_it) {
     try {
-      if (!jit) jit = options.runtime->impl().jit({options.cache_dir, options.cache_max_bytes});
-      jit::CompiledRegion c = compile_it(*jit, true);
+      jit::CompiledRegion c = compile_it(the_jit(), true);
       if (c.kernel.fn == nullptr) return false;
       p.why_interpreted.clear();
       p.budget = "its kernel was cached (" + std::string(c.kernel.from_disk ? "disk" : "memory") +
