@@ -11,10 +11,7 @@
 # Prints, per model: predicted against measured saving per call (interpreted median - compiled
 # median) and compile ms, and the calls a compile takes to repay, predicted and measured.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-SHARED=${SGRAPH_SHARED_DIR:-$ROOT/../shared}
-SGRAPH=$ROOT/build/release/tools/sgraph
-PY=/usr/bin/python3
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 iters=300
 while (($#)); do
   case $1 in
@@ -23,21 +20,14 @@ while (($#)); do
   esac
   shift
 done
-[ -x "$SGRAPH" ] || { echo "bench/compile/budget: build the release preset first" >&2; exit 2; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/sgraph_budget.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bench_setup budget
 
 echo "| model | regions | predicted saving, us/call | measured | predicted compile ms | measured | calls to repay, predicted | measured |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-for d in "$SHARED"/testdata/real/* "$SHARED"/testdata/synthetic/*; do
-  [ -f "$d/model.onnx" ] || continue
+for d in "${models[@]}"; do
   name=$(basename "$d")
-  args=(run "$d/model.onnx" --warmup 3 --iters "$iters" --threads 1 --no-cache)
-  i=0
-  for n in $("$SGRAPH" info "$d/model.onnx" | awk '/^inputs/{a=1;next} /^outputs/{a=0} a{print $1}'); do
-    args+=(--input "$n=$d/test_data_set_0/input_$i.pb")
-    i=$((i + 1))
-  done
+  first_data_set_inputs "$d"
+  args=(run "$d/model.onnx" --warmup 3 --iters "$iters" --threads 1 --no-cache "${inputs[@]}")
   "$SGRAPH" "${args[@]}" --compile-horizon 0 --json "$work/c.json" --bench-json "$work/cb.json" >/dev/null
   "$SGRAPH" "${args[@]}" --compile-horizon 1 --json "$work/i.json" --bench-json "$work/ib.json" >/dev/null
   "$PY" - "$work" "$name" <<'PYEOF'

@@ -13,11 +13,8 @@
 # process after one to load the library (bench/compile/ort_create.js; onnxruntime-node as
 # bench/compare/run.sh installs it into build/ort). Prints a Markdown table.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-SHARED=${SGRAPH_SHARED_DIR:-$ROOT/../shared}
-SGRAPH=$ROOT/build/release/tools/sgraph
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ORT_DIR=$ROOT/build/ort
-PY=/usr/bin/python3
 threads=1
 while (($#)); do
   case $1 in
@@ -26,14 +23,7 @@ while (($#)); do
   esac
   shift
 done
-[ -x "$SGRAPH" ] || { echo "bench/compile: build the release preset first" >&2; exit 2; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/sgraph_compile.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-models=()
-for d in "$SHARED"/testdata/real/* "$SHARED"/testdata/synthetic/*; do
-  [ -f "$d/model.onnx" ] && models+=("$d")
-done
+bench_setup compile
 declare -A ort_ms
 if [ -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
   onnx=()
@@ -55,12 +45,7 @@ echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for d in "${models[@]}"; do
   name=$(basename "$d")
   args=(run "$d/model.onnx" --warmup 3 --iters 4 --threads "$threads")
-  inputs=()
-  i=0
-  for n in $("$SGRAPH" info "$d/model.onnx" | awk '/^inputs/{a=1;next} /^outputs/{a=0} a{print $1}'); do
-    inputs+=(--input "$n=$d/test_data_set_0/input_$i.pb")
-    i=$((i + 1))
-  done
+  first_data_set_inputs "$d"
   args+=("${inputs[@]}")
   rm -rf "$work/cache"
   nocache=$(wall_ms "$SGRAPH" "${args[@]}" --no-cache --json "$work/nocache.json")
