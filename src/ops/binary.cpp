@@ -4,6 +4,7 @@
 
 #include "ops/element.h"
 #include "ops/grad.h"
+#include "ops/int_math.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -110,14 +111,15 @@ void compare(KernelCtx& c, F f) {
               [&]<class T>() { broadcast_apply<T, T, bool>(c.in[0], c.in[1], c.out[0], f); });
 }
 
-// Integer power by squaring (negative exponents truncate as C integer division would).
+// Integer power by squaring, wrapping on overflow (negative exponents truncate as C integer
+// division would).
 template <class T>
 T ipow(T base, int64_t e) {
   if (e < 0) return base == 1 ? 1 : (base == -1 ? (e % 2 ? -1 : 1) : 0);
   T r = 1;
   while (e) {
-    if (e & 1) r *= base;
-    base *= base;
+    if (e & 1) r = wrap_mul(r, base);
+    base = wrap_mul(base, base);
     e >>= 1;
   }
   return r;
@@ -251,26 +253,30 @@ extern const OpDef kGreaterOrEqual, kLessOrEqual, kAnd, kOr, kXor, kMod, kSum, k
 const OpDef kAdd = with_grad(
     grad_add,
     with_element(emit_add, {"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                              arith(c, [](auto a, auto b) -> decltype(a) { return a + b; });
+                              arith(c, [](auto a, auto b) { return wrap_add(a, b); });
                             }}));
 const OpDef kSub = with_grad(
     grad_sub,
     with_element(emit_sub, {"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                              arith(c, [](auto a, auto b) -> decltype(a) { return a - b; });
+                              arith(c, [](auto a, auto b) { return wrap_sub(a, b); });
                             }}));
 const OpDef kMul = with_grad(
     grad_mul,
     with_element(emit_mul, {"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                              arith(c, [](auto a, auto b) -> decltype(a) { return a * b; });
+                              arith(c, [](auto a, auto b) { return wrap_mul(a, b); });
                             }}));
-// Integer division truncates toward zero; division by zero is an error for integers.
+// Integer division truncates toward zero (lowest / -1 wraps to lowest); division by zero is an
+// error for integers.
 const OpDef kDiv = with_grad(
     grad_div,
     with_element(emit_div, {"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
                               arith(c, [](auto a, auto b) -> decltype(a) {
-                                if constexpr (std::is_integral_v<decltype(a)>)
+                                if constexpr (std::is_integral_v<decltype(a)>) {
                                   SG_CHECK(b != 0) << "integer division by zero";
-                                return a / b;
+                                  return int_div(a, b);
+                                } else {
+                                  return a / b;
+                                }
                               });
                             }}));
 
@@ -291,6 +297,8 @@ const OpDef kPow = with_element(
              broadcast_apply<X, Y, X>(c.in[0], c.in[1], c.out[0], [](X a, Y b) -> X {
                if constexpr (std::is_integral_v<X> && std::is_integral_v<Y>)
                  return ipow<X>(a, static_cast<int64_t>(b));
+               else if constexpr (std::is_integral_v<X>)
+                 return saturate_cast<X>(std::pow(static_cast<double>(a), static_cast<double>(b)));
                else
                  return static_cast<X>(std::pow(static_cast<double>(a), static_cast<double>(b)));
              });

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ops/gemm_kernel.h"
+#include "ops/int_math.h"
 #include "ops/window.h"
 #include "ops/window_grad.h"
 
@@ -91,7 +92,8 @@ ConvGeom conv_transpose_geometry(const Attributes& attrs, const Shape& x, const 
     SG_CHECK(wanted.size() == r) << "output_shape must have " << r << " values, got "
                                  << attrs.get_ints("output_shape").size();
   } else if (mode == AutoPad::same_upper || mode == AutoPad::same_lower) {
-    for (size_t d = 0; d < r; ++d) wanted.push_back(w.in[d] * w.strides[d]);
+    for (size_t d = 0; d < r; ++d)
+      wanted.push_back(checked_mul(w.in[d], w.strides[d], "the output size"));
   }
   const Ints pads = mode == AutoPad::notset && wanted.empty()
                         ? read_spatial(attrs, "pads", 2 * r, 0, 0)
@@ -100,7 +102,13 @@ ConvGeom conv_transpose_geometry(const Attributes& attrs, const Shape& x, const 
   w.pad_end.assign(pads.begin() + r, pads.end());
   w.out.resize(r);
   for (size_t d = 0; d < r; ++d) {
-    const int64_t full = w.strides[d] * (w.in[d] - 1) + out_pad[d] + w.extent(d);
+    SG_CHECK(w.kernel[d] >= 1) << "kernel size must be >= 1, got " << w.kernel[d]
+                               << " along spatial dim " << d;
+    const char* what = "the output size";
+    const int64_t ext =
+        checked_add(checked_mul(w.kernel[d] - 1, w.dilations[d], what), 1, what);  // extent
+    const int64_t full = checked_add(
+        checked_add(checked_mul(w.strides[d], w.in[d] - 1, what), out_pad[d], what), ext, what);
     if (!wanted.empty()) {
       SG_CHECK(wanted[d] >= 1) << "output_shape values must be >= 1, got " << wanted[d];
       const int64_t total = std::max<int64_t>(0, full - wanted[d]);
@@ -108,7 +116,7 @@ ConvGeom conv_transpose_geometry(const Attributes& attrs, const Shape& x, const 
       w.pad_end[d] = total - w.pad_begin[d];
       w.out[d] = wanted[d];
     } else {
-      w.out[d] = full - w.pad_begin[d] - w.pad_end[d];
+      w.out[d] = full - checked_add(w.pad_begin[d], w.pad_end[d], "the pads");
       SG_CHECK(w.out[d] >= 1) << "pads " << w.pad_begin[d] << "+" << w.pad_end[d]
                               << " leave no output along spatial dim " << d << " (full size "
                               << full << ")";

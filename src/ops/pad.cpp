@@ -19,6 +19,8 @@ std::optional<PadMode> pad_mode(const Node& n) {
   return std::nullopt;
 }
 
+constexpr int64_t kMaxPad = int64_t{1} << 60;
+
 PadParams pad_params(const Node& n, size_t rank, const Tensor* pads_in, const Tensor* axes_in) {
   const Ints pads = pads_in ? pads_in->to_int64() : n.attrs.get_ints("pads");
   const auto r = static_cast<int64_t>(rank);
@@ -37,6 +39,11 @@ PadParams pad_params(const Node& n, size_t rank, const Tensor* pads_in, const Te
   for (size_t i = 0; i < k; ++i) {
     SG_CHECK(!seen[axes[i]]) << "Pad axis " << axes[i] << " is repeated";
     seen[axes[i]] = true;
+    // Bounded so that sizes and crops computed from them cannot overflow (a real pad is far
+    // smaller; a larger one could not be allocated anyway).
+    for (int64_t v : {pads[i], pads[i + k]})
+      SG_CHECK(v > -kMaxPad && v < kMaxPad)
+          << "pad " << v << " on axis " << axes[i] << " is out of range (|pad| < 2^60)";
     p.begin[axes[i]] = pads[i];
     p.end[axes[i]] = pads[i + k];
   }

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "ops/grad.h"
+#include "ops/int_math.h"
 #include "ops/op.h"
 #include "ops/params.h"
 
@@ -117,20 +118,15 @@ void reduce_walk(const T* x, Acc* acc, const Walk& w, Acc identity, Step step, M
   }
 }
 
-// Integer sums and products wrap (as numpy's do) instead of overflowing into undefined behaviour.
+// Integer sums and products wrap (as numpy's do; src/ops/int_math.h) instead of overflowing into
+// undefined behaviour.
 template <class Acc>
 Acc add(Acc a, Acc b) {
-  if constexpr (std::is_integral_v<Acc>)
-    return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else
-    return a + b;
+  return wrap_add(a, b);
 }
 template <class Acc>
 Acc mul(Acc a, Acc b) {
-  if constexpr (std::is_integral_v<Acc>)
-    return static_cast<Acc>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  else
-    return a * b;
+  return wrap_mul(a, b);
 }
 
 // log(sum(exp(x))) accumulated in one pass without overflow: the running maximum m and

@@ -4,6 +4,7 @@
 
 #include "ops/element.h"
 #include "ops/grad.h"
+#include "ops/int_math.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -183,9 +184,9 @@ Value* emit_clip(ElementCtx& c, Operands x) {
   return r;
 }
 
-// As the reference's static_cast: to bool is x != 0 (NaN too), from bool is 0 or 1, float to
-// integer truncates toward zero (out-of-range values are undefined in both), integers widen by
-// their own signedness and narrow by dropping high bits.
+// As the reference: to bool is x != 0 (NaN too), from bool is 0 or 1, float to integer truncates
+// toward zero and saturates (NaN gives 0; fptosi would give poison out of range), integers widen
+// by their own signedness and narrow by dropping high bits.
 Value* emit_cast(ElementCtx& c, Operands x) {
   const DType from = c.in[0], to = c.out;
   llvm::Type* t = c.type(to);
@@ -196,7 +197,9 @@ Value* emit_cast(ElementCtx& c, Operands x) {
                         : c.b.CreateICmpNE(x[0], c.constant(0, from));
   if (c.is_float()) {
     if (is_float(to)) return c.b.CreateFPCast(x[0], t);
-    return to == DType::u8 ? c.b.CreateFPToUI(x[0], t) : c.b.CreateFPToSI(x[0], t);
+    return c.b.CreateIntrinsic(
+        to == DType::u8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+        {t, x[0]->getType()}, {x[0]});
   }
   if (is_float(to)) return c.is_unsigned() ? c.b.CreateUIToFP(x[0], t) : c.b.CreateSIToFP(x[0], t);
   return c.b.CreateIntCast(x[0], t, /*isSigned=*/!c.is_unsigned());
@@ -267,13 +270,13 @@ extern const OpDef kNeg;
 const OpDef kNeg = with_grad(
     grad_neg, with_element(emit_neg, {"Neg", 1, 1, 1, 1, types_signed, shapes_same_as_input0,
                                       [](KernelCtx& c) {
-                                        map_numeric(c, [](auto x) -> decltype(x) { return -x; });
+                                        map_numeric(c, [](auto x) { return wrap_neg(x); });
                                       }}));
 
 extern const OpDef kAbs;
 const OpDef kAbs = with_element(
     emit_abs, {"Abs", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
-                 map_numeric(c, [](auto x) -> decltype(x) { return x < 0 ? -x : x; });
+                 map_numeric(c, [](auto x) { return x < 0 ? wrap_neg(x) : x; });
                }});
 
 extern const OpDef kRelu;
@@ -428,7 +431,8 @@ const OpDef kClip = with_element(
                   });
                 }});
 
-// Cast(x) {to = ONNX data type code}. Float to integer truncates toward zero; to bool is x != 0.
+// Cast(x) {to = ONNX data type code}. Float to integer truncates toward zero, saturating (NaN gives
+// 0: src/ops/int_math.h); to bool is x != 0.
 namespace {
 void run_cast(KernelCtx& c) {
   const int64_t n = c.in[0].numel();
@@ -439,6 +443,8 @@ void run_cast(KernelCtx& c) {
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_same_v<D, bool>)
           y[i] = x[i] != S(0);
+        else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
+          y[i] = saturate_cast<D>(x[i]);
         else
           y[i] = static_cast<D>(x[i]);
       }

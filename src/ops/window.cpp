@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ops/int_math.h"
+
 namespace sgraph::ops {
 
 AutoPad read_auto_pad(const Attributes& attrs) {
@@ -45,16 +47,25 @@ Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_m
   w.pad_end.assign(pads.begin() + r, pads.end());
   w.out.resize(r);
   for (size_t d = 0; d < r; ++d) {
-    const int64_t s = w.strides[d], ext = w.extent(d);
+    // Every size below is checked once here (attributes are the model's): later uses of the
+    // window's extent and padded size cannot overflow.
+    SG_CHECK(w.kernel[d] >= 1) << "kernel size must be >= 1, got " << w.kernel[d]
+                               << " along spatial dim " << d;
+    const int64_t s = w.strides[d];
+    const int64_t ext = checked_add(
+        checked_mul(w.kernel[d] - 1, w.dilations[d], "the kernel extent"), 1, "the kernel extent");
     if (mode == AutoPad::same_upper || mode == AutoPad::same_lower) {
-      w.out[d] = (w.in[d] + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (w.out[d] - 1) * s + ext - w.in[d]);
+      w.out[d] = checked_add(w.in[d], s - 1, "the output size") / s;
+      const int64_t total =
+          std::max<int64_t>(0, checked_add(checked_mul(w.out[d] - 1, s, "the padded size"),
+                                           ext - w.in[d], "the padded size"));
       const int64_t small = total / 2, large = total - small;
       w.pad_begin[d] = mode == AutoPad::same_upper ? small : large;
       w.pad_end[d] = total - w.pad_begin[d];
       continue;
     }
-    const int64_t padded = w.in[d] + w.pad_begin[d] + w.pad_end[d];
+    const int64_t padded = checked_add(checked_add(w.in[d], w.pad_begin[d], "the padded size"),
+                                       w.pad_end[d], "the padded size");
     if (clip_last && ext > padded && ext - padded < s) {
       // One window that overhangs the padded input, clipped to it (ONNX Runtime's pools compute
       // (padded - extent) / stride + 1 with truncating division, and models rely on it).
@@ -65,7 +76,7 @@ Window forward_window(const Attributes& attrs, Ints in, Ints kernel, bool ceil_m
                             << ", dilation " << w.dilations[d]
                             << ") is larger than the padded input " << padded
                             << " along spatial dim " << d;
-    w.out[d] = (padded - ext + (ceil_mode ? s - 1 : 0)) / s + 1;
+    w.out[d] = checked_add(padded - ext, ceil_mode ? s - 1 : 0, "the output size") / s + 1;
     if (ceil_mode && (w.out[d] - 1) * s >= w.in[d] + w.pad_begin[d]) --w.out[d];
   }
   return w;
