@@ -75,7 +75,9 @@ int64_t needed_opset(const Graph& g) {
   int64_t v = 17;
   for (const Node& n : g.nodes) {
     const Attributes& a = n.attrs;
-    if (n.op == OpKind::Mish || (is_reduce(n.op) && n.op != OpKind::ReduceSum && has_input(n, 1)) ||
+    if (n.op == OpKind::Mish ||
+        (is_reduce(n.op) && n.op != OpKind::ReduceSum &&
+         (has_input(n, 1) || a.has("noop_with_empty_axes"))) ||
         (n.op == OpKind::Split && a.has("num_outputs")) ||
         (n.op == OpKind::Pad && has_input(n, 3)) ||
         (n.op == OpKind::Resize &&

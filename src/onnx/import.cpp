@@ -308,7 +308,10 @@ void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {
     SG_CHECK(!init.name().empty()) << "an initializer has no name";
     constant(s, init.name(), tensor_from_proto(init));
   }
+  std::unordered_set<std::string> listed;
   for (const auto& in : gp.input()) {
+    SG_CHECK(listed.insert(in.name()).second)
+        << "graph input '" << in.name() << "' is listed twice";
     if (s.names.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
     auto [dtype, dims] = declared_type(in);
     const ValueId v = g.add_value(in.name(), dtype, std::move(dims));
@@ -572,6 +575,7 @@ namespace {
 // The graph of a parsed model; the model's tensors are copied once, into the graph's constants.
 Graph import_model(const onnx::ModelProto& model) {
   SG_CHECK(model.has_graph()) << "the model has no graph";
+  onnx_import::validate_model(model);
   int64_t opset = -1;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
@@ -584,6 +588,8 @@ Graph import_model(const onnx::ModelProto& model) {
   if (!model.producer_name().empty())
     g.metadata["onnx.producer"] = model.producer_name() + " " + model.producer_version();
   g.infer_and_verify();
+  onnx_import::check_with_onnx_checker(model);
+  onnx_import::check_declared_types(model.graph(), g);
   return g;
 }
 

@@ -293,15 +293,18 @@ TEST_CASE("ONNX import: If branches with different output dtypes are an error na
 // ---- errors ----------------------------------------------------------------------------------
 
 namespace {
-// Opset 10: adapters, typed initializers and a Constant, for the corruption tests.
+// Opset 9 (attribute forms of Slice and Pad): adapters, typed initializers and a Constant, for the
+// corruption tests.
 onnx::ModelProto mixed_model() {
   onnx::TensorProto w = tensor_header("w", kF32, {3});
   for (float v : {1.0f, 2.0f, 3.0f}) w.add_float_data(v);
   onnx::TensorProto shape = tensor_header("shape", kI64, {2});
   for (int64_t v : {-1, 6}) shape.add_int64_data(v);
+  onnx::TensorProto k = tensor_header("k", kF32, {3});
+  for (float v : {0.5f, 1.0f, 2.0f}) k.add_float_data(v);
   return make_model(
-      10,
-      {make_node("Constant", {}, {"k"}, {floats_attr("value_floats", {0.5f, 1, 2})}),
+      9,
+      {make_node("Constant", {}, {"k"}, {tensor_attr("value", k)}),
        make_node("Mul", {"x", "w"}, {"xw"}), make_node("Add", {"xw", "k"}, {"xk"}),
        make_node("Softmax", {"xk"}, {"sm"}),
        make_node("Clip", {"sm"}, {"cl"}, {float_attr("min", 0.1f), float_attr("max", 0.9f)}),
