@@ -111,12 +111,12 @@ ConvGeom conv_transpose_geometry(const Attributes& attrs, const Shape& x, const 
         checked_add(checked_mul(w.strides[d], w.in[d] - 1, what), out_pad[d], what), ext, what);
     if (!wanted.empty()) {
       SG_CHECK(wanted[d] >= 1) << "output_shape values must be >= 1, got " << wanted[d];
-      const int64_t total = std::max<int64_t>(0, full - wanted[d]);
+      const int64_t total = std::max<int64_t>(0, checked_add(full, -wanted[d], what));
       w.pad_begin[d] = mode == AutoPad::same_upper ? total / 2 : total - total / 2;
       w.pad_end[d] = total - w.pad_begin[d];
       w.out[d] = wanted[d];
     } else {
-      w.out[d] = full - checked_add(w.pad_begin[d], w.pad_end[d], "the pads");
+      w.out[d] = checked_add(full, -checked_add(w.pad_begin[d], w.pad_end[d], "the pads"), what);
       SG_CHECK(w.out[d] >= 1) << "pads " << w.pad_begin[d] << "+" << w.pad_end[d]
                               << " leave no output along spatial dim " << d << " (full size "
                               << full << ")";

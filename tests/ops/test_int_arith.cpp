@@ -154,6 +154,11 @@ TEST_CASE("Window sizes from attributes that overflow int64 are errors naming th
   const Tensor w = Tensor::zeros(DType::f32, {1, 1, 3, 3});
   CHECK(op_error(OpKind::ConvTranspose, {x, w}, {{"strides", Ints{big, 1}}})
             .find("the output size overflows") != std::string::npos);
+  CHECK(op_error(OpKind::ConvTranspose, {x, w},
+                 {{"pads", Ints{lim<int64_t>::max(), 0, lim<int64_t>::max(), 0}}})
+            .find("the pads overflows") != std::string::npos);
+  CHECK(op_error(OpKind::ConvTranspose, {x, w}, {{"output_shape", Ints{lim<int64_t>::max(), 8}}})
+            .find("too many elements") != std::string::npos);
   CHECK(op_error(OpKind::Conv, {x, w}, {{"dilations", Ints{big, 1}}})
             .find("the kernel extent overflows") != std::string::npos);
   // Pad: a pad past the bound is refused before any size is computed from it.
