@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/int_math.h"
 #include "ops/op.h"
 #include "ops/params.h"
 
@@ -25,7 +26,7 @@ std::vector<int64_t> split_sizes(const Attributes& attrs, const Tensor* split, i
     int64_t sum = 0;
     for (int64_t s : sizes) {
       SG_CHECK(s >= 0) << "split size " << s << " is negative";
-      sum += s;
+      sum = checked_add(sum, s, "the sum of the split sizes");
     }
     SG_CHECK(sum == dim) << "split sizes sum to " << sum << " but the dimension is " << dim;
     return sizes;

@@ -165,4 +165,7 @@ TEST_CASE("Window sizes from attributes that overflow int64 are errors naming th
   CHECK(op_error(OpKind::Pad, {x, vec<int64_t>({0, 0, lim<int64_t>::min(), 0, 0, 0, 0, 0})}, {}, 1,
                  {false, true})
             .find("out of range") != std::string::npos);
+  // Split sizes whose sum overflows.
+  CHECK(op_error(OpKind::Split, {vec<float>({1, 2})}, {{"split", Ints{lim<int64_t>::max(), 1}}}, 2)
+            .find("the sum of the split sizes overflows") != std::string::npos);
 }
