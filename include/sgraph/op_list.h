@@ -118,6 +118,8 @@
   SG_OP(ConstantOfShape, constant_of_shape)            \
   SG_OP(Size, size)                                    \
   SG_OP(Resize, resize)                                \
+  /* losses, element indexing and scans (issue 17, part A) */ \
+  SG_OP(NegativeLogLikelihoodLoss, negative_log_likelihood_loss) \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
