@@ -120,6 +120,10 @@
   SG_OP(Resize, resize)                                \
   /* losses, element indexing and scans (issue 17, part A) */ \
   SG_OP(NegativeLogLikelihoodLoss, negative_log_likelihood_loss) \
+  SG_OP(GatherElements, gather_elements)               \
+  SG_OP(ScatterElements, scatter_elements)             \
+  SG_OP(GatherND, gather_nd)                           \
+  SG_OP(ScatterND, scatter_nd)                         \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
