@@ -122,6 +122,7 @@
   SG_OP(NegativeLogLikelihoodLoss, negative_log_likelihood_loss) \
   SG_OP(GatherElements, gather_elements)               \
   SG_OP(ScatterElements, scatter_elements)             \
+  SG_OP(Trilu, trilu)                                  \
   SG_OP(GatherND, gather_nd)                           \
   SG_OP(ScatterND, scatter_nd)                         \
   /* recurrent and control flow */                     \
