@@ -123,6 +123,7 @@
   SG_OP(GatherElements, gather_elements)               \
   SG_OP(ScatterElements, scatter_elements)             \
   SG_OP(Trilu, trilu)                                  \
+  SG_OP(CumSum, cum_sum)                               \
   SG_OP(GatherND, gather_nd)                           \
   SG_OP(ScatterND, scatter_nd)                         \
   /* recurrent and control flow */                     \
