@@ -126,6 +126,7 @@
   SG_OP(CumSum, cum_sum)                               \
   SG_OP(GatherND, gather_nd)                           \
   SG_OP(ScatterND, scatter_nd)                         \
+  SG_OP(Tile, tile)                                    \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
