@@ -118,6 +118,15 @@
   SG_OP(ConstantOfShape, constant_of_shape)            \
   SG_OP(Size, size)                                    \
   SG_OP(Resize, resize)                                \
+  /* losses, element indexing and scans (issue 17, part A) */ \
+  SG_OP(NegativeLogLikelihoodLoss, negative_log_likelihood_loss) \
+  SG_OP(GatherElements, gather_elements)               \
+  SG_OP(ScatterElements, scatter_elements)             \
+  SG_OP(Trilu, trilu)                                  \
+  SG_OP(CumSum, cum_sum)                               \
+  SG_OP(GatherND, gather_nd)                           \
+  SG_OP(ScatterND, scatter_nd)                         \
+  SG_OP(Tile, tile)                                    \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)

@@ -30,7 +30,8 @@ namespace sgraph {
 bool onnx_import::knows_op(std::string_view domain, std::string_view type) {
   if (!domain.empty() && domain != "ai.onnx") return false;
   // Converted by the importer itself (below) rather than mapped onto one op of the same name.
-  if (type == "Constant" || type == "Dropout" || type == "Upsample") return true;
+  if (type == "Constant" || type == "Dropout" || type == "Upsample" || type == "Scatter")
+    return true;
   return op_from_name(type).has_value();
 }
 
@@ -556,6 +557,10 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
             {{"mode", attrs.get_string("mode", "nearest")},
              {"coordinate_transformation_mode", std::string("asymmetric")},
              {"nearest_mode", std::string("floor")}});
+      return;
+    }
+    if (type == "Scatter") {  // Scatter-9/11, deprecated: ScatterElements without reduction
+      emit1(OpKind::ScatterElements, std::move(inputs), std::move(attrs));
       return;
     }
     // Before opset 7, binary ops broadcast only with broadcast=1, along `axis` if given.

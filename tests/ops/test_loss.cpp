@@ -1,6 +1,7 @@
 // SoftmaxCrossEntropyLoss: the forward pass against values computed here by hand and by plain
 // loops, its user errors, and its gradient (with weights, ignore_index, every reduction, N-d
-// scores and the log_prob output) against finite differences.
+// scores and the log_prob output) against finite differences. NegativeLogLikelihoodLoss: the same
+// on log-probabilities given directly.
 #include "grad_check.h"
 
 using namespace sgraph;
@@ -132,4 +133,71 @@ TEST_CASE("SoftmaxCrossEntropyLoss: gradient by finite differences") {
   check_gradients(
       {uniform({4, 5}, 9), uniform({5, 6}, 10), uniform({6}, 11), uniform({6, 3}, 12), y}, mlp,
       {.jit = true});
+}
+
+TEST_CASE(
+    "NegativeLogLikelihoodLoss: 2-D log-probabilities, every reduction, weights, ignore_index") {
+  // Rows [-1,-2,-3] and [-0.5,-1.5,-2.5]; labels 2 and 0 pick -3 and -0.5.
+  const Tensor x = f32({2, 3}, {-1, -2, -3, -0.5, -1.5, -2.5});
+  const Tensor y = labels({2}, {2, 0});
+  const OpKind nll = OpKind::NegativeLogLikelihoodLoss;
+  check_close(run_op(nll, {x, y}, reduction("none"))[0], {2}, {3, 0.5});
+  check_close(run_op(nll, {x, y}, reduction("sum"))[0], {}, {3.5});
+  check_close(run_op(nll, {x, y})[0], {}, {1.75});
+  // Weights 3 (class 2) and 1 (class 0): the mean divides by their sum.
+  const Tensor w = f32({3}, {1, 2, 3});
+  check_close(run_op(nll, {x, y, w}, reduction("none"))[0], {2}, {9, 0.5});
+  check_close(run_op(nll, {x, y, w})[0], {}, {9.5 / 4});
+  Attributes ignore{{"ignore_index", int64_t{0}}};
+  check_close(run_op(nll, {x, y, w}, ignore)[0], {}, {3});
+  ignore.set("reduction", std::string("none"));
+  check_close(run_op(nll, {x, y}, ignore)[0], {2}, {3, 0});
+  check_close(run_op(nll, {x, labels({2}, {-7, 1})}, {{"ignore_index", int64_t{-7}}})[0], {},
+              {1.5});
+}
+
+TEST_CASE("NegativeLogLikelihoodLoss: N-d log-probabilities (N, C, d1) and i32 labels, f64") {
+  // x[0, c, d]: class 0 is [-1, -2], class 1 is [-3, -4]; labels [1, 0] pick -3 and -2.
+  const Tensor x = Tensor::from<double>({1, 2, 2}, {-1, -2, -3, -4});
+  const Tensor y = Tensor::from<int32_t>({1, 2}, {1, 0});
+  const Tensor none = run_op(OpKind::NegativeLogLikelihoodLoss, {x, y}, reduction("none"))[0];
+  CHECK(none.dtype() == DType::f64);
+  check_close(none, {1, 2}, {3, 2});
+  check_close(run_op(OpKind::NegativeLogLikelihoodLoss, {x, y}, reduction("sum"))[0], {}, {5});
+}
+
+TEST_CASE("NegativeLogLikelihoodLoss: user errors") {
+  const Tensor x = f32({2, 3}, {-1, -2, -3, -1, -1, -1});
+  const OpKind nll = OpKind::NegativeLogLikelihoodLoss;
+  CHECK(contains(op_error(nll, {x, labels({2}, {0, 3})}),
+                 "label 3 at index 1 is out of range [0, 3)"));
+  CHECK(contains(op_error(nll, {x, labels({2}, {-1, 0})}),
+                 "label -1 at index 0 is out of range [0, 3)"));
+  CHECK(contains(op_error(nll, {x, labels({2, 1}, {0, 1})}),
+                 "labels of shape [2,1] do not match scores of shape [2,3] (expected [2])"));
+  CHECK(contains(op_error(nll, {x, labels({2}, {0, 1}), f32({4}, {1, 1, 1, 1})}),
+                 "weights must have shape [3] (one per class), got [4]"));
+  CHECK(contains(op_error(nll, {x, labels({2}, {0, 1})}, reduction("max")),
+                 "reduction must be 'none', 'sum' or 'mean', got 'max'"));
+  CHECK(contains(op_error(nll, {x, labels({2}, {0, 1}), Tensor::from<double>({3}, {1, 1, 1})}),
+                 "inputs 0 and 2 must have the same dtype, got f32 and f64"));
+}
+
+TEST_CASE("NegativeLogLikelihoodLoss: gradient by finite differences") {
+  const Tensor y = labels({4}, {2, 0, 1, 2});
+  auto nll = [](Attributes attrs) -> Build {
+    return [attrs](GraphBuilder& b, const std::vector<ValueId>& in) {
+      return b.node(OpKind::NegativeLogLikelihoodLoss, in, attrs, 1)[0];
+    };
+  };
+  for (const char* r : {"none", "sum", "mean"}) {
+    CAPTURE(r);
+    check_gradients({uniform({4, 3}, 21, -2, 2), y}, nll(reduction(r)));
+    Attributes ignore = reduction(r);
+    ignore.set("ignore_index", int64_t{0});
+    check_gradients({uniform({4, 3}, 22, -2, 2), y, uniform({3}, 23, 0.5, 2)}, nll(ignore),
+                    {.wrt = {0}});
+  }
+  const Tensor y_nd = Tensor::from<int32_t>({2, 2, 2}, {0, 1, 2, 2, 1, 0, 0, 1});
+  check_gradients({uniform({2, 3, 2, 2}, 24, -2, 2), y_nd}, nll({}));
 }

@@ -1,0 +1,54 @@
+// CumSum(x, axis) {exclusive = 0, reverse = 0}: running sums along `axis` (a scalar i32/i64
+// input, negative counting from the end). exclusive leaves each element out of its own sum (the
+// first is 0); reverse sums from the end. Integer sums wrap (as numpy's do) instead of
+// overflowing into undefined behaviour.
+#include <type_traits>
+
+#include "ops/op.h"
+
+namespace sgraph::ops {
+namespace {
+
+void types_cumsum(TypeCtx& c) {
+  c.expect_numeric(0);
+  c.expect_int_index(1);
+  c.out[0] = c.in[0];
+}
+
+void shapes_cumsum(ShapeCtx& c) {
+  SG_CHECK(c.rank(0) >= 1) << "input must have rank >= 1, got a scalar";
+  SG_CHECK(numel(c.shape(1)) == 1 && c.rank(1) <= 1)
+      << "axis must be a scalar, got shape " << shape_str(c.shape(1));
+  c.out[0] = c.shape(0);
+}
+
+void run_cumsum(KernelCtx& c) {
+  const Tensor& x = c.in[0];
+  const int64_t axis = normalize_axis(c.in[1].to_int64()[0], x.rank());
+  const bool exclusive = c.attrs().get_int("exclusive", 0) != 0;
+  const bool reverse = c.attrs().get_int("reverse", 0) != 0;
+  const AxisSplit v = split_at_axis(x.shape(), axis);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    using Acc = typename std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                                            std::make_unsigned<T>, std::type_identity<T>>::type;
+    const T* src = x.data<T>();
+    T* dst = c.out[0].data<T>();
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        Acc sum{};
+        for (int64_t s = 0; s < v.dim; ++s) {
+          const int64_t at = (o * v.dim + (reverse ? v.dim - 1 - s : s)) * v.inner + i;
+          if (exclusive) dst[at] = static_cast<T>(sum);
+          sum = static_cast<Acc>(sum + static_cast<Acc>(src[at]));
+          if (!exclusive) dst[at] = static_cast<T>(sum);
+        }
+      }
+  });
+}
+
+}  // namespace
+
+extern const OpDef kCumSum;
+const OpDef kCumSum{"CumSum", 2, 2, 1, 1, types_cumsum, shapes_cumsum, run_cumsum};
+
+}  // namespace sgraph::ops
