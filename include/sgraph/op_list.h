@@ -118,6 +118,8 @@
   SG_OP(ConstantOfShape, constant_of_shape)            \
   SG_OP(Size, size)                                    \
   SG_OP(Resize, resize)                                \
+  /* more neural-network, layout and utility ops (issue 17, part B) */ \
+  SG_OP(CastLike, cast_like)                           \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
