@@ -120,6 +120,8 @@
   SG_OP(Resize, resize)                                \
   /* more neural-network, layout and utility ops (issue 17, part B) */ \
   SG_OP(CastLike, cast_like)                           \
+  SG_OP(Hardmax, hardmax)                              \
+  SG_OP(TopK, top_k)                                   \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
