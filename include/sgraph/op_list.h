@@ -122,6 +122,7 @@
   SG_OP(CastLike, cast_like)                           \
   SG_OP(Hardmax, hardmax)                              \
   SG_OP(TopK, top_k)                                   \
+  SG_OP(OneHot, one_hot)                               \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
