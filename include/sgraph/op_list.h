@@ -123,6 +123,8 @@
   SG_OP(Hardmax, hardmax)                              \
   SG_OP(TopK, top_k)                                   \
   SG_OP(OneHot, one_hot)                               \
+  SG_OP(DepthToSpace, depth_to_space)                  \
+  SG_OP(SpaceToDepth, space_to_depth)                  \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
