@@ -125,6 +125,10 @@
   SG_OP(OneHot, one_hot)                               \
   SG_OP(DepthToSpace, depth_to_space)                  \
   SG_OP(SpaceToDepth, space_to_depth)                  \
+  SG_OP(GlobalMaxPool, global_max_pool)                \
+  SG_OP(InstanceNormalization, instance_normalization) \
+  SG_OP(LRN, lrn)                                      \
+  SG_OP(MeanVarianceNormalization, mean_variance_normalization) \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
