@@ -129,6 +129,10 @@
   SG_OP(InstanceNormalization, instance_normalization) \
   SG_OP(LRN, lrn)                                      \
   SG_OP(MeanVarianceNormalization, mean_variance_normalization) \
+  SG_OP(EyeLike, eye_like)                             \
+  SG_OP(Compress, compress)                            \
+  SG_OP(NonZero, non_zero)                             \
+  SG_OP(ReverseSequence, reverse_sequence)             \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
