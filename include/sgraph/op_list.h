@@ -133,6 +133,7 @@
   SG_OP(Compress, compress)                            \
   SG_OP(NonZero, non_zero)                             \
   SG_OP(ReverseSequence, reverse_sequence)             \
+  SG_OP(BitShift, bit_shift)                           \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
