@@ -52,15 +52,18 @@ const OpDef kOneHot{
       const int64_t depth = y.dim(axis);
       // indices viewed as [outer, inner] around the new axis; out as [outer, depth, inner].
       const AxisSplit v = split_at_axis(y.shape(), axis);
-      std::vector<int64_t> index(c.in[0].numel());
-      const bool float_index = is_float(c.in[0].dtype());
-      for (size_t i = 0; i < index.size(); ++i) {
-        if (!float_index) continue;
-        const double x = c.in[0].at_double(static_cast<int64_t>(i));
-        // Outside (-2^62, 2^62) (or NaN) is certainly out of range: any such index gives -1.
-        index[i] = std::abs(x) < 0x1p62 ? static_cast<int64_t>(x) : -depth - 1;
+      std::vector<int64_t> index;
+      if (is_float(c.in[0].dtype())) {
+        // A float outside (-2^62, 2^62), or NaN, is out of range whatever the depth: it becomes
+        // an index below -depth rather than an undefined conversion.
+        index.resize(c.in[0].numel());
+        for (size_t i = 0; i < index.size(); ++i) {
+          const double x = c.in[0].at_double(static_cast<int64_t>(i));
+          index[i] = std::abs(x) < 0x1p62 ? static_cast<int64_t>(x) : -depth - 1;
+        }
+      } else {
+        index = c.in[0].to_int64();
       }
-      if (!float_index) index = c.in[0].to_int64();
       visit_dtype(y.dtype(), [&]<class T>() {
         const T off = c.in[2].data<T>()[0], on = c.in[2].data<T>()[1];
         T* dst = c.out[0].data<T>();

@@ -1,5 +1,7 @@
 // OneHot: hand-computed rows for each axis, negative and out-of-range indices, float indices and
 // depth, and the errors a user can trigger.
+#include <cmath>
+
 #include "test_util.h"
 
 using namespace sgraph;
@@ -30,6 +32,10 @@ TEST_CASE("OneHot: out-of-range indices give only off values, float indices and 
   // 1.7 truncates to 1, depth 2.0 to 2.
   check_close(run_op(OpKind::OneHot, {f32({1}, {1.7f}), Tensor::scalar(2.0f), f32({2}, {0, 1})})[0],
               {1, 2}, {0, 1});
+  // NaN and huge float indices are out of range; -1.5 truncates to -1, the last.
+  check_close(run_op(OpKind::OneHot, {f32({3}, {std::nanf(""), 1e30f, -1.5f}),
+                                      Tensor::scalar<int64_t>(3), f32({2}, {0, 1})})[0],
+              {3, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 1});
   // Depth 0: an empty axis.
   check_close(run_op(OpKind::OneHot, {ints({1}), Tensor::scalar<int64_t>(0), f32({2}, {0, 1})})[0],
               {1, 0}, {});
