@@ -127,6 +127,22 @@
   SG_OP(GatherND, gather_nd)                           \
   SG_OP(ScatterND, scatter_nd)                         \
   SG_OP(Tile, tile)                                    \
+  /* more neural-network, layout and utility ops (issue 17, part B) */ \
+  SG_OP(CastLike, cast_like)                           \
+  SG_OP(Hardmax, hardmax)                              \
+  SG_OP(TopK, top_k)                                   \
+  SG_OP(OneHot, one_hot)                               \
+  SG_OP(DepthToSpace, depth_to_space)                  \
+  SG_OP(SpaceToDepth, space_to_depth)                  \
+  SG_OP(GlobalMaxPool, global_max_pool)                \
+  SG_OP(InstanceNormalization, instance_normalization) \
+  SG_OP(LRN, lrn)                                      \
+  SG_OP(MeanVarianceNormalization, mean_variance_normalization) \
+  SG_OP(EyeLike, eye_like)                             \
+  SG_OP(Compress, compress)                            \
+  SG_OP(NonZero, non_zero)                             \
+  SG_OP(ReverseSequence, reverse_sequence)             \
+  SG_OP(BitShift, bit_shift)                           \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)

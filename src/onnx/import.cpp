@@ -525,13 +525,15 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
       }
       return;
     }
-    if ((type == "Softmax" || type == "LogSoftmax") && opset_ < 13) {
+    if ((type == "Softmax" || type == "LogSoftmax" || type == "Hardmax") && opset_ < 13) {
       // Before opset 13 the input is coerced to 2-D at `axis` (default 1).
       const ValueId x = input0();
       const ValueId shape = emit(s, OpKind::Shape, {x}, {}, {name + "/shape"}, name + "/shape")[0];
       const ValueId flat = emit(s, OpKind::Flatten, {x}, {{"axis", attrs.get_int("axis", 1)}},
                                 {name + "/flat"}, name + "/flat")[0];
-      const OpKind op = type == "Softmax" ? OpKind::Softmax : OpKind::LogSoftmax;
+      const OpKind op = type == "Softmax"      ? OpKind::Softmax
+                        : type == "LogSoftmax" ? OpKind::LogSoftmax
+                                               : OpKind::Hardmax;
       const ValueId y = emit(s, op, {flat}, {{"axis", int64_t{1}}}, {name + "/2d"}, name)[0];
       emit(s, OpKind::Reshape, {y, shape}, {}, outputs, name + "/reshape");
       return;

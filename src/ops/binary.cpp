@@ -381,6 +381,32 @@ const OpDef kMod{"Mod",
                    });
                  }};
 
+// BitShift(x, y) {direction = LEFT | RIGHT}: unsigned integers (u8 is the one sgraph has). A shift
+// by the bit width or more gives 0, where C++'s shift would be undefined.
+extern const OpDef kBitShift;
+const OpDef kBitShift{"BitShift",
+                      2,
+                      2,
+                      1,
+                      1,
+                      [](TypeCtx& c) {
+                        c.expect_one_of(0, {DType::u8});
+                        c.expect_same(0, 1);
+                        const std::string d = c.attrs().get_string("direction");
+                        SG_CHECK(d == "LEFT" || d == "RIGHT")
+                            << "BitShift direction must be LEFT or RIGHT, got '" << d << "'";
+                        c.out[0] = c.in[0];
+                      },
+                      shapes_broadcast,
+                      [](KernelCtx& c) {
+                        const bool left = c.attrs().get_string("direction") == "LEFT";
+                        broadcast_apply<uint8_t, uint8_t, uint8_t>(
+                            c.in[0], c.in[1], c.out[0], [left](uint8_t a, uint8_t b) -> uint8_t {
+                              if (b >= 8) return 0;
+                              return static_cast<uint8_t>(left ? a << b : a >> b);
+                            });
+                      }};
+
 // Sum and Mean: variadic with broadcasting, floats only (as in ONNX).
 const OpDef kSum = with_grad(
     grad_sum,

@@ -1,6 +1,7 @@
-// MaxPool, AveragePool and GlobalAveragePool over [N, C, spatial...] inputs, any number of
-// spatial dims. The windows depend only on the geometry, so their input offsets are listed once
-// and every (image, channel) plane reuses the list. Their gradient rules are in window_grad.cpp.
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool over [N, C, spatial...] inputs, any
+// number of spatial dims. The windows depend only on the geometry, so their input offsets are
+// listed once and every (image, channel) plane reuses the list. Their gradient rules are in
+// window_grad.cpp.
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -144,6 +145,26 @@ void global_average_pool(KernelCtx& c) {
   }
 }
 
+// As MaxPool: NaN does not win (x > m is false), an empty plane gives the lowest value.
+template <class T>
+void global_max_pool(KernelCtx& c) {
+  const Planes p = planes(c.in[0], c.out[0]);
+  const T* x = c.in[0].data<T>();
+  T* y = c.out[0].data<T>();
+  for (int64_t pl = 0; pl < p.count; ++pl) {
+    T m = std::numeric_limits<T>::lowest();
+    for (int64_t i = 0; i < p.in; ++i) m = x[pl * p.in + i] > m ? x[pl * p.in + i] : m;
+    y[pl] = m;
+  }
+}
+
+void shapes_global_pool(ShapeCtx& c) {
+  spatial_dims(c.shape(0), "X");
+  Shape s = c.shape(0);
+  std::fill(s.begin() + 2, s.end(), 1);
+  c.out[0] = s;
+}
+
 }  // namespace
 
 // MaxPool(X) -> Y, Indices? {kernel_shape, strides, pads, auto_pad, dilations, ceil_mode,
@@ -191,17 +212,17 @@ extern const Lowering kReduceLowering;  // reduce_jit.cpp
 extern const OpDef kGlobalAveragePool;
 const OpDef kGlobalAveragePool = with_lowering(
     &kReduceLowering,
-    with_grad(grad_global_average_pool, {"GlobalAveragePool", 1, 1, 1, 1, types_float_same,
-                                         [](ShapeCtx& c) {
-                                           spatial_dims(c.shape(0), "X");
-                                           Shape s = c.shape(0);
-                                           std::fill(s.begin() + 2, s.end(), 1);
-                                           c.out[0] = s;
-                                         },
-                                         [](KernelCtx& c) {
-                                           visit_float(c.in[0].dtype(), [&]<class T>() {
-                                             global_average_pool<T>(c);
-                                           });
-                                         }}));
+    with_grad(
+        grad_global_average_pool,
+        {"GlobalAveragePool", 1, 1, 1, 1, types_float_same, shapes_global_pool, [](KernelCtx& c) {
+           visit_float(c.in[0].dtype(), [&]<class T>() { global_average_pool<T>(c); });
+         }}));
+
+// GlobalMaxPool(X): the maximum over all spatial dims, kept as size 1.
+extern const OpDef kGlobalMaxPool;
+const OpDef kGlobalMaxPool{
+    "GlobalMaxPool", 1, 1, 1, 1, types_float_same, shapes_global_pool, [](KernelCtx& c) {
+      visit_float(c.in[0].dtype(), [&]<class T>() { global_max_pool<T>(c); });
+    }};
 
 }  // namespace sgraph::ops

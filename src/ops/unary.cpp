@@ -461,4 +461,11 @@ const OpDef kCast = with_grad(
                                         },
                                         shapes_same_as_input0, run_cast}));
 
+// CastLike(x, like): Cast to like's dtype; like's shape and values are not read. No element
+// emitter: the region compiler would read `like` at x's index, but its shape need not broadcast.
+extern const OpDef kCastLike;
+const OpDef kCastLike{
+    "CastLike", 2, 2, 1, 1, [](TypeCtx& c) { c.out[0] = c.in[1]; }, shapes_same_as_input0,
+    run_cast};
+
 }  // namespace sgraph::ops

@@ -1,6 +1,6 @@
-// ONNX import of older op versions: each adapter (Softmax before 13, Clip-6, Slice-1, Pad-2,
-// axes as attributes, Upsample-7/9, Resize-10, Dropout) against hand-computed values, next to
-// the current version of the same op.
+// ONNX import of older op versions: each adapter (Softmax and Hardmax before 13, Clip-6, Slice-1,
+// Pad-2, axes as attributes, Upsample-7/9, Resize-10, Dropout) against hand-computed values, next
+// to the current version of the same op.
 #include <cmath>
 
 #include "onnx/proto_builder.h"
@@ -44,6 +44,18 @@ TEST_CASE("ONNX import: Softmax and LogSoftmax before opset 13 coerce the input 
   REQUIRE(g.outputs.size() == 1);
   CHECK(g.value(g.outputs[0]).name == "y");
   CHECK(g.value(g.outputs[0]).dtype == DType::f32);
+}
+
+TEST_CASE("ONNX import: Hardmax before opset 13 coerces the input to 2-D") {
+  const Tensor x = iota<float>({2, 2, 3});  // x[b,i,k] = 6b + 3i + k
+  // Opset 11 (axis 1 by default): one max over each batch's 6 values, the last; opset 13, axis 1:
+  // one per (b, k) over i, at i = 1.
+  const std::vector<double> hard11 = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+  const std::vector<double> hard13 = {0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1};
+  const auto axis1 = int_attr("axis", 1);
+  check_close(run_node(11, make_node("Hardmax", {"x"}, {"y"}), {x})[0], {2, 2, 3}, hard11);
+  check_close(run_node(11, make_node("Hardmax", {"x"}, {"y"}, {axis1}), {x})[0], {2, 2, 3}, hard11);
+  check_close(run_node(13, make_node("Hardmax", {"x"}, {"y"}, {axis1}), {x})[0], {2, 2, 3}, hard13);
 }
 
 TEST_CASE("ONNX import: Clip-6 bounds as attributes, Clip-11 bounds as inputs") {

@@ -141,3 +141,33 @@ TEST_CASE("Mod / Sum / Mean / PRelu: user errors") {
       "has dtype u8"));
   CHECK(contains(op_error(OpKind::PRelu, {x, Tensor::from<double>({1}, {1})}), "same dtype"));
 }
+
+TEST_CASE("BitShift: u8 left and right, broadcast, shifts past the width give 0") {
+  const Attributes left = {{"direction", std::string("LEFT")}};
+  const Attributes right = {{"direction", std::string("RIGHT")}};
+  const Tensor r = run_op(
+      OpKind::BitShift,
+      {Tensor::from<uint8_t>({3}, {16, 4, 1}), Tensor::from<uint8_t>({3}, {1, 2, 3})}, right)[0];
+  CHECK(r.dtype() == DType::u8);
+  check_close(r, {3}, {8, 1, 0});
+  // 1 << [0, 3, 7, 8, 200] and 255 << 1 drops the high bit.
+  check_close(
+      run_op(OpKind::BitShift,
+             {Tensor::from<uint8_t>({1}, {1}), Tensor::from<uint8_t>({5}, {0, 3, 7, 8, 200})},
+             left)[0],
+      {5}, {1, 8, 128, 0, 0});
+  check_close(
+      run_op(OpKind::BitShift,
+             {Tensor::from<uint8_t>({2, 1}, {255, 128}), Tensor::from<uint8_t>({2}, {1, 9})},
+             left)[0],
+      {2, 2}, {254, 0, 0, 0});
+  check_close(
+      run_op(OpKind::BitShift, {Tensor::from<uint8_t>({1}, {255}), Tensor::from<uint8_t>({1}, {9})},
+             right)[0],
+      {1}, {0});
+  CHECK(contains(op_error(OpKind::BitShift, {f32({1}, {1}), f32({1}, {1})}, left), "u8"));
+  CHECK(contains(
+      op_error(OpKind::BitShift, {Tensor::from<uint8_t>({1}, {1}), Tensor::from<uint8_t>({1}, {1})},
+               {{"direction", std::string("UP")}}),
+      "direction must be LEFT or RIGHT"));
+}

@@ -234,6 +234,19 @@ TEST_CASE("GlobalAveragePool: mean over every spatial dim") {
                  "must be a float tensor"));
 }
 
+TEST_CASE("GlobalMaxPool: maximum over every spatial dim") {
+  check_close(run_op(OpKind::GlobalMaxPool, {f32({1, 2, 2, 2}, {1, 5, 3, 2, -1, -7, -3, -2})})[0],
+              {1, 2, 1, 1}, {5, -1});
+  const Tensor d = run_op(OpKind::GlobalMaxPool,
+                          {Tensor::from<double>({2, 1, 3}, {1, std::nan(""), 0, -4, -9, -5})})[0];
+  CHECK(d.dtype() == DType::f64);
+  check_close(d, {2, 1, 1}, {1, -4});  // NaN does not win, as in MaxPool
+  check_close(run_op(OpKind::GlobalMaxPool, {Tensor(DType::f32, {0, 2, 3})})[0], {0, 2, 1}, {});
+  CHECK(contains(op_error(OpKind::GlobalMaxPool, {Tensor(DType::f32, {2, 3})}), "rank >= 3"));
+  CHECK(contains(op_error(OpKind::GlobalMaxPool, {Tensor(DType::u8, {1, 1, 3})}),
+                 "must be a float tensor"));
+}
+
 // ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
 
 SG_LOWERING_SAMPLE(MaxPool, pads_strides) {

@@ -80,6 +80,21 @@ TEST_CASE("Cast between dtypes") {
   check_close(d, {2}, {-5.0, 7.0});
 }
 
+TEST_CASE("CastLike takes the dtype of its second input, not its shape") {
+  const Tensor x = f32({4}, {-2.7f, 0.0f, 1.9f, std::nanf("")});
+  const Tensor i = run_op(OpKind::CastLike, {f32({3}, {-2.7f, 0.0f, 1.9f}), Tensor::scalar(7)})[0];
+  CHECK(i.dtype() == DType::i32);
+  check_close(i, {3}, {-2, 0, 1});
+  const Tensor b = run_op(OpKind::CastLike, {x, Tensor(DType::boolean, {2, 5})})[0];
+  CHECK(b.dtype() == DType::boolean);
+  check_close(b, {4}, {1, 0, 1, 1});  // NaN != 0
+  const Tensor d =
+      run_op(OpKind::CastLike, {Tensor::from<uint8_t>({2, 1}, {200, 3}), Tensor::scalar(0.5)})[0];
+  CHECK(d.dtype() == DType::f64);
+  check_close(d, {2, 1}, {200, 3});
+  CHECK(contains(op_error(OpKind::CastLike, {x}), "CastLike"));
+}
+
 TEST_CASE("Unary ops on odd sizes and rank 0") {
   const Tensor x = test::random_f32({7, 1, 3}, 11);
   const Tensor y = run_op(OpKind::Neg, {x})[0];
