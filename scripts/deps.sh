@@ -4,7 +4,8 @@ set -euo pipefail
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config
           llvm-19-dev libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev clang-format
           libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev libonnx-testdata
-          libtbb-dev zlib1g-dev libcpp-httplib-dev wrk curl)
+          libtbb-dev zlib1g-dev libcpp-httplib-dev wrk curl
+          clang-19 libclang-rt-19-dev)  # the libFuzzer targets (preset fuzz)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

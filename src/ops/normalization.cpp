@@ -106,6 +106,8 @@ namespace {
 // The statistics' shape: x's with the normalised axes set to 1; throws on a bad or repeated axis.
 Shape mvn_stats_shape(const Node& n, const Shape& x) {
   const int64_t r = static_cast<int64_t>(x.size());
+  // (normalize_axis lets axis 0 through for a scalar, which has no axis to normalise over)
+  SG_CHECK(r >= 1) << "MeanVarianceNormalization needs an input of rank >= 1, got a scalar";
   Shape s = x;
   std::vector<bool> seen(x.size(), false);
   for (int64_t a : n.attrs.get_ints("axes", Ints{0, 2, 3})) {

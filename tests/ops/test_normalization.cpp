@@ -77,4 +77,8 @@ TEST_CASE("MeanVarianceNormalization: errors") {
   CHECK(contains(op_error(OpKind::MeanVarianceNormalization, {iota<float>({2, 2, 2})}), "axes"));
   CHECK(contains(op_error(OpKind::MeanVarianceNormalization, {iota<int32_t>({2, 2, 2, 2})}),
                  "float"));
+  // Found by fuzz_onnx_run: a scalar with axes [0] indexed an empty vector.
+  CHECK(contains(
+      op_error(OpKind::MeanVarianceNormalization, {Tensor::scalar<float>(1)}, {{"axes", Ints{0}}}),
+      "rank >= 1"));
 }
