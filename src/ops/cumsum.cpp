@@ -4,6 +4,7 @@
 // overflowing into undefined behaviour.
 #include <type_traits>
 
+#include "ops/int_math.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -29,18 +30,16 @@ void run_cumsum(KernelCtx& c) {
   const bool reverse = c.attrs().get_int("reverse", 0) != 0;
   const AxisSplit v = split_at_axis(x.shape(), axis);
   visit_dtype(x.dtype(), [&]<class T>() {
-    using Acc = typename std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                                            std::make_unsigned<T>, std::type_identity<T>>::type;
     const T* src = x.data<T>();
     T* dst = c.out[0].data<T>();
     for (int64_t o = 0; o < v.outer; ++o)
       for (int64_t i = 0; i < v.inner; ++i) {
-        Acc sum{};
+        T sum{};
         for (int64_t s = 0; s < v.dim; ++s) {
           const int64_t at = (o * v.dim + (reverse ? v.dim - 1 - s : s)) * v.inner + i;
-          if (exclusive) dst[at] = static_cast<T>(sum);
-          sum = static_cast<Acc>(sum + static_cast<Acc>(src[at]));
-          if (!exclusive) dst[at] = static_cast<T>(sum);
+          if (exclusive) dst[at] = sum;
+          sum = wrap_add(sum, src[at]);  // integers wrap (src/ops/int_math.h)
+          if (!exclusive) dst[at] = sum;
         }
       }
   });

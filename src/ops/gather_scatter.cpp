@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ops/int_math.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -29,23 +30,16 @@ Reduce scatter_reduction(const Attributes& attrs) {
   return Reduce::min;
 }
 
-// Integer sums and products wrap (as numpy's do) instead of overflowing into undefined
-// behaviour: they are computed on the unsigned counterparts.
-template <class T>
-using Wrapping = typename std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                                             std::make_unsigned<T>, std::type_identity<T>>::type;
-
 // dst combined with the scattered value v.
 template <class T>
 T combine(Reduce r, T dst, T v) {
-  using W = Wrapping<T>;
   switch (r) {
     case Reduce::none:
       return v;
     case Reduce::add:
-      return static_cast<T>(static_cast<W>(dst) + static_cast<W>(v));
+      return wrap_add(dst, v);  // integers wrap (src/ops/int_math.h)
     case Reduce::mul:
-      return static_cast<T>(static_cast<W>(dst) * static_cast<W>(v));
+      return wrap_mul(dst, v);
     case Reduce::max:
       return std::max(dst, v);
     case Reduce::min:

@@ -20,7 +20,9 @@ namespace sgraph::ops {
 
 template <class T>
 T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return a || b;  // (bool sums saturate, as numpy's do)
+  } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
   } else {
@@ -40,7 +42,9 @@ T wrap_sub(T a, T b) {
 
 template <class T>
 T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return a && b;
+  } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     // Unsigned types narrower than int promote to (signed) int: multiply in unsigned int or wider.
     using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
