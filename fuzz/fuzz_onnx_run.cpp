@@ -26,6 +26,13 @@ std::vector<T> edge_values() {
 
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // A model may rightly ask for more memory than the fuzzer allows (libFuzzer's -rss_limit_mb):
+  // such a call is an sgraph::Error here, as in a service that sets a limit.
+  sgraph::set_max_tensor_bytes(int64_t{64} << 20);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sgraph;
   Graph g;

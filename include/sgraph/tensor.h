@@ -74,6 +74,16 @@ decltype(auto) visit_dtype(DType t, F&& f) {
 
 using Shape = std::vector<int64_t>;
 int64_t numel(std::span<const int64_t> shape);
+
+// The process's limit on one tensor's size, in bytes: allocating a larger Tensor (an op's output,
+// a loaded initializer, a compiled region's arena or scratch block) is an sgraph::Error naming the
+// size and the limit (and the node, when an op asked for it) instead of an allocation, so a model
+// whose shapes ask for more memory than a service allows fails that call cleanly, with nothing
+// changed. 0: no limit. Default: $SGRAPH_MAX_TENSOR_BYTES when set (a byte count), else 0.
+void set_max_tensor_bytes(int64_t bytes);
+int64_t max_tensor_bytes();
+// Throws the limit's error when `bytes` is above it (`what` names the allocation).
+void check_tensor_bytes(int64_t bytes, const char* what);
 std::string shape_str(std::span<const int64_t> shape);  // "[2,3]"
 
 class Tensor {

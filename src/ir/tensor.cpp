@@ -1,5 +1,7 @@
 #include "sgraph/tensor.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -113,7 +115,14 @@ class BlockCache {
   size_t cached_ = 0;
 };
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC's spelling; clang's is __has_feature
+#define SGRAPH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SGRAPH_ASAN 1
+#endif
+#endif
+#if defined(SGRAPH_ASAN)  // ASan checks each block: none is kept for reuse
 constexpr bool kCacheBlocks = false;
 #else
 constexpr bool kCacheBlocks = true;
@@ -139,6 +148,34 @@ std::shared_ptr<void> allocate(size_t bytes) {
 }
 }  // namespace
 
+namespace {
+int64_t env_max_tensor_bytes() {
+  const char* v = std::getenv("SGRAPH_MAX_TENSOR_BYTES");
+  if (v == nullptr || *v == 0) return 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return (end != nullptr && *end == 0 && n > 0) ? static_cast<int64_t>(n) : 0;
+}
+std::atomic<int64_t>& max_bytes() {
+  static std::atomic<int64_t> limit{env_max_tensor_bytes()};
+  return limit;
+}
+}  // namespace
+
+void set_max_tensor_bytes(int64_t bytes) {
+  SG_CHECK(bytes >= 0) << "set_max_tensor_bytes(" << bytes << "): the limit cannot be negative";
+  max_bytes().store(bytes, std::memory_order_relaxed);
+}
+
+int64_t max_tensor_bytes() { return max_bytes().load(std::memory_order_relaxed); }
+
+void check_tensor_bytes(int64_t bytes, const char* what) {
+  const int64_t limit = max_tensor_bytes();
+  SG_CHECK(limit == 0 || bytes <= limit)
+      << what << " of " << bytes << " bytes is above the tensor size limit (" << limit
+      << " bytes, set_max_tensor_bytes / SGRAPH_MAX_TENSOR_BYTES)";
+}
+
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   SG_CHECK(dtype != DType::undefined) << "cannot allocate a tensor without a dtype";
   int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
@@ -146,6 +183,11 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     SG_CHECK(d >= 0) << "negative dimension in shape " << sgraph::shape_str(shape_);
     SG_CHECK(!__builtin_mul_overflow(bytes, d, &bytes))
         << "shape " << sgraph::shape_str(shape_) << " has too many elements";
+  }
+  if (max_tensor_bytes() != 0) {
+    const std::string what =
+        "a tensor " + std::string(dtype_name(dtype_)) + sgraph::shape_str(shape_);
+    check_tensor_bytes(bytes, what.c_str());
   }
   storage_ = allocate(static_cast<size_t>(bytes));
   data_ = storage_.get();

@@ -15,6 +15,7 @@ namespace {
 
 // `bytes` of memory aligned to kArenaAlign (the arena, a kernel's scratch block).
 std::shared_ptr<void> aligned_block(int64_t bytes) {
+  check_tensor_bytes(bytes, "a compiled region's memory block");
   const auto align = std::align_val_t(kArenaAlign);
   return std::shared_ptr<void>(::operator new(static_cast<size_t>(bytes), align),
                                [align](void* p) { ::operator delete(p, align); });

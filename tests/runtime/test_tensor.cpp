@@ -86,3 +86,48 @@ TEST_CASE("Tensor: a large block freed is handed out again for the same size cla
   CHECK(small.raw_data() != first);
 }
 #endif
+
+namespace {
+// Sets the process's tensor size limit for one scope.
+struct TensorLimit {
+  int64_t saved = max_tensor_bytes();
+  explicit TensorLimit(int64_t bytes) { set_max_tensor_bytes(bytes); }
+  ~TensorLimit() { set_max_tensor_bytes(saved); }
+};
+}  // namespace
+
+TEST_CASE("Tensor: an allocation above the tensor size limit is an sgraph::Error") {
+  const TensorLimit limit(int64_t{1} << 20);
+  CHECK(contains(error_of([] {
+                   Tensor(DType::f32, {512, 513});
+                 }),
+                 "a tensor f32[512,513] of 1050624 bytes is above the tensor size limit (1048576"));
+  CHECK(Tensor(DType::f32, {512, 512}).nbytes() == (size_t{1} << 20));
+  CHECK(contains(error_of([] { set_max_tensor_bytes(-1); }), "cannot be negative"));
+  set_max_tensor_bytes(0);  // no limit
+  CHECK(Tensor(DType::f32, {512, 513}).numel() == 512 * 513);
+}
+
+TEST_CASE("Session: an op output above the tensor size limit fails that call only") {
+  GraphBuilder b("grow");
+  const ValueId x = b.input("x", DType::f32, {Dim("n")});
+  b.output(b.relu(b.add(b.neg(x), b.scalar(1.0f))), "y");
+  const Graph g = b.build();
+  const Tensor small = random_f32({1000}, 1), large = random_f32({300000}, 2);
+  for (const bool jit : {false, true}) {
+    CAPTURE(jit);
+    Session s(g, SessionOptions{.warmup_runs = 2, .min_region_ops = 1, .jit = jit});
+    const TensorLimit limit(1000000);
+    const std::string interpreted = error_of([&] { s.run({large}); });
+    CHECK(contains(interpreted, "above the tensor size limit (1000000 bytes"));
+    CHECK(contains(interpreted, "(Neg)"));
+    CHECK(s.report().warmup_runs == 0);  // a rejected call is not a warm-up run
+    s.run({small});
+    s.run({small});
+    REQUIRE(s.planned());
+    // Served (a kernel, or the planned interpreter): the large call fails again, cleanly, and
+    // the next call is served as before.
+    CHECK(contains(error_of([&] { s.run({large}); }), "above the tensor size limit"));
+    check_tensors_close(s.run({small})[0], Session(g, {.interpret_only = true}).run({small})[0]);
+  }
+}
