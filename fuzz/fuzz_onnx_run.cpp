@@ -50,8 +50,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int64_t n = 1;
     for (int64_t d : shape)
       if (d > 4096 || (n *= d) > 4096) return 0;
-    Tensor t(info.dtype, shape);
-    visit_dtype(info.dtype, [&]<class T>() {
+    const DType compute = is_storage(info.dtype) ? DType::f32 : info.dtype;  // f16/bf16: from f32
+    Tensor t(compute, shape);
+    visit_dtype(compute, [&]<class T>() {
       if constexpr (std::is_same_v<T, bool>) {
         for (int64_t i = 0; i < n; ++i) t.data<T>()[i] = (i % 3) == 1;
       } else {
@@ -59,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (int64_t i = 0; i < n; ++i) t.data<T>()[i] = e[static_cast<size_t>(i) % e.size()];
       }
     });
-    feeds.push_back(std::move(t));
+    feeds.push_back(compute == info.dtype ? std::move(t) : storage_cast(t, info.dtype));
   }
   try {
     SessionOptions o;

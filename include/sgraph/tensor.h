@@ -35,12 +35,20 @@ enum class DType : uint8_t {
 #define SG_DTYPE_ENUM(e, T, name, onnx) e,
   SG_FOR_EACH_DTYPE(SG_DTYPE_ENUM)
 #undef SG_DTYPE_ENUM
+  // Storage types (ONNX FLOAT16 = 10, BFLOAT16 = 16): tensors of them hold half-precision data at
+  // a model's edges (its inputs, outputs and loaded tensors), but no kernel computes on them and
+  // visit_dtype rejects them. The ONNX importer computes a half-precision model in f32: it casts
+  // each f16/bf16 input and constant to f32 where it enters the graph and each output back, and a
+  // Cast to f16/bf16 inside the graph rounds to it and widens again. storage_cast converts.
+  f16,
+  bf16,
 };
 
 size_t dtype_size(DType t);            // 0 for undefined
 std::string_view dtype_name(DType t);  // "f32", "i64", "bool", ...
-bool is_float(DType t);
+bool is_float(DType t);                // f32, f64 (the float types kernels compute on)
 bool is_integer(DType t);
+bool is_storage(DType t);  // f16, bf16
 // ONNX TensorProto.DataType codes (1 = float, 7 = int64, ...), used by Cast's `to` attribute.
 int64_t onnx_dtype_code(DType t);
 DType dtype_from_onnx_code(int64_t code);  // throws for codes sgraph does not support
@@ -66,6 +74,9 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     return f.template operator()<T>();
     SG_FOR_EACH_DTYPE(SG_DTYPE_CASE)
 #undef SG_DTYPE_CASE
+    case DType::f16:
+    case DType::bf16:
+      SG_FAIL() << dtype_name(t) << " is a storage type: no kernel computes on it";
     case DType::undefined:
       break;
   }
@@ -170,4 +181,9 @@ Tensor Tensor::from(Shape shape, std::span<const T> values) {
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
   return t;
 }
+
+// `t` converted to `to` where one of the two is a storage type (f16/bf16 from or to f32/f64, or
+// between f16 and bf16), rounding to nearest even (f64 goes through f32); a NaN stays a NaN.
+Tensor storage_cast(const Tensor& t, DType to);
+
 }  // namespace sgraph

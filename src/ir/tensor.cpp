@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/half.h"
+
 namespace sgraph {
 
 size_t dtype_size(DType t) {
@@ -17,6 +19,9 @@ size_t dtype_size(DType t) {
     return sizeof(T);
     SG_FOR_EACH_DTYPE(SG_DTYPE_SIZE)
 #undef SG_DTYPE_SIZE
+    case DType::f16:
+    case DType::bf16:
+      return 2;
     case DType::undefined:
       break;
   }
@@ -30,6 +35,10 @@ std::string_view dtype_name(DType t) {
     return name;
     SG_FOR_EACH_DTYPE(SG_DTYPE_NAME)
 #undef SG_DTYPE_NAME
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
     case DType::undefined:
       break;
   }
@@ -37,6 +46,7 @@ std::string_view dtype_name(DType t) {
 }
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+bool is_storage(DType t) { return t == DType::f16 || t == DType::bf16; }
 bool is_integer(DType t) {
   return t == DType::i32 || t == DType::i64 || t == DType::u8 || t == DType::i8;
 }
@@ -48,6 +58,10 @@ int64_t onnx_dtype_code(DType t) {
     return onnx;
     SG_FOR_EACH_DTYPE(SG_DTYPE_ONNX)
 #undef SG_DTYPE_ONNX
+    case DType::f16:
+      return 10;
+    case DType::bf16:
+      return 16;
     case DType::undefined:
       break;
   }
@@ -59,6 +73,8 @@ DType dtype_from_onnx_code(int64_t code) {
   if (code == onnx) return DType::e;
   SG_FOR_EACH_DTYPE(SG_DTYPE_FROM_ONNX)
 #undef SG_DTYPE_FROM_ONNX
+  if (code == 10) return DType::f16;
+  if (code == 16) return DType::bf16;
   SG_FAIL() << "unsupported element type (ONNX data type code " << code << ")";
 }
 
@@ -230,6 +246,7 @@ std::vector<int64_t> Tensor::to_int64() const {
 
 double Tensor::at_double(int64_t i) const {
   SG_CHECK(i >= 0 && i < numel()) << "element " << i << " out of range";
+  if (is_storage(dtype_)) return half_to_float(static_cast<const uint16_t*>(data_)[i], dtype_);
   return visit_dtype(
       dtype_, [&]<class T>() { return static_cast<double>(static_cast<const T*>(data_)[i]); });
 }

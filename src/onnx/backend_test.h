@@ -2,6 +2,7 @@
 // and output_<j>.pb — and compares outputs. Shared by `sgraph check` and the conformance suite.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,13 @@ struct DataSetResult {
 
 // The data set folders of a test folder, in order.
 std::vector<std::string> data_sets(const std::string& dir);
-// Inputs of one data set, in order.
-std::vector<Tensor> load_inputs(const std::string& data_set_dir);
-// Outputs (references) of one data set, in order.
-std::vector<Tensor> load_outputs(const std::string& data_set_dir);
+// Inputs of one data set, in order. `expect`: the model's input dtypes, if known (a bf16 input's
+// data may be stored as UINT16 bits).
+std::vector<Tensor> load_inputs(const std::string& data_set_dir,
+                                std::span<const DType> expect = {});
+// Outputs (references) of one data set, in order (`expect` as for load_inputs).
+std::vector<Tensor> load_outputs(const std::string& data_set_dir,
+                                 std::span<const DType> expect = {});
 
 // The first op of the model file (subgraphs and the bodies of called local functions included)
 // that the ONNX importer does not know, as "unsupported op 'Name'" (with its domain unless it is

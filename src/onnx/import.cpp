@@ -19,6 +19,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "onnx/import.h"
 #include "onnx/tensor_proto.h"
@@ -48,6 +49,11 @@ struct Scope {
   // The value names the GraphProto being converted uses, and the node names it uses (with the
   // names unnamed nodes get) plus those given so far: an inlined body's names avoid them all.
   std::unordered_set<std::string> reserved_values, node_names;
+
+  // Half precision (sgraph/tensor.h): the names whose ONNX type is f16/bf16, which this graph
+  // computes in f32 (`names` holds the f32 value), with that type and the value of it, if any
+  // (a graph input, a Cast's output; kNoValue when only the f32 value exists).
+  std::unordered_map<std::string, std::pair<DType, ValueId>> half;
 
   // Whether a value called `name` exists here or in an enclosing graph, or will be made here.
   bool taken(const std::string& name) const {
@@ -95,10 +101,18 @@ class Importer {
   std::vector<ValueId> emit(Scope& s, OpKind op, std::vector<ValueId> inputs, Attributes attrs,
                             const std::vector<std::string>& outputs, const std::string& name);
   ValueId constant(Scope& s, const std::string& name, Tensor t);
+  // Half precision: `name`'s f16/bf16 value `v` gets an f32 twin, which `name` then stands for.
+  void widen_half(Scope& s, const std::string& name, ValueId v);
+  // After node `np`: its f16/bf16 outputs are widened, and its f32 outputs computed from a
+  // half-precision input are marked half (CastLike to a half `like` also rounds to it).
+  void track_half(const onnx::NodeProto& np, Scope& s);
+  // A graph output of half precision (declared so, or marked) is cast back to it.
+  void narrow_half(Scope& s, const onnx::ValueInfoProto& out);
   void convert_if(const onnx::NodeProto& np, Scope& s, const std::string& name,
                   const std::vector<ValueId>& inputs, const std::vector<std::string>& outputs);
 
   int64_t opset_;
+  DType made_half_ = DType::undefined;  // the node converted last makes f16/bf16 data in f32
   std::map<FunctionKey, const onnx::FunctionProto*> functions_;
   std::vector<const onnx::FunctionProto*>
       inlining_;  // the functions being inlined, outermost first
@@ -318,9 +332,14 @@ void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {
     const ValueId v = g.add_value(in.name(), dtype, std::move(dims));
     g.inputs.push_back(v);
     s.names[in.name()] = v;
+    if (is_storage(dtype)) widen_half(s, in.name(), v);
   }
-  for (int i = 0; i < gp.node_size(); ++i) convert_node(gp.node(i), s, static_cast<size_t>(i));
+  for (int i = 0; i < gp.node_size(); ++i) {
+    convert_node(gp.node(i), s, static_cast<size_t>(i));
+    track_half(gp.node(i), s);
+  }
   for (const auto& out : gp.output()) {
+    if (s.parent == nullptr) narrow_half(s, out);
     const ValueId v = s.lookup(out.name());
     SG_CHECK(v != kNoValue) << "graph output '" << out.name() << "' is never produced";
     ValueInfo& info = g.values[v];
@@ -332,9 +351,77 @@ void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {
 
 ValueId Importer::constant(Scope& s, const std::string& name, Tensor t) {
   SG_CHECK(!s.names.count(name)) << "value '" << name << "' is defined twice";
+  if (is_storage(t.dtype())) {  // computed in f32
+    s.half[name] = {t.dtype(), kNoValue};
+    t = storage_cast(t, DType::f32);
+  }
   const ValueId v = s.g.add_constant(name, std::move(t));
   s.names[name] = v;
   return v;
+}
+
+void Importer::widen_half(Scope& s, const std::string& name, ValueId v) {
+  const DType t = s.g.values[v].dtype;
+  const std::string wide = inlined_name(s, name + ":f32", "");
+  const ValueId w = emit(s, OpKind::Cast, {v}, {{"to", onnx_dtype_code(DType::f32)}}, {wide},
+                         inlined_name(s, name + ":to_f32", ""))[0];
+  s.names[name] = w;
+  s.half[name] = {t, v};
+}
+
+void Importer::track_half(const onnx::NodeProto& np, Scope& s) {
+  DType half_in = std::exchange(made_half_, DType::undefined);
+  for (const std::string& in : np.input())
+    if (auto it = s.half.find(in); half_in == DType::undefined && it != s.half.end()) {
+      half_in = it->second.first;
+      break;
+    }
+  const bool cast_like = np.op_type() == "CastLike" && np.input_size() == 2;
+  for (const std::string& out : np.output()) {
+    auto it = s.names.find(out);
+    if (out.empty() || it == s.names.end()) continue;
+    const ValueId v = it->second;
+    const DType t = s.g.values[v].dtype;
+    if (is_storage(t)) {
+      widen_half(s, out, v);
+    } else if (cast_like && t == DType::f32 && s.half.count(np.input(1))) {
+      // The node cast to f32 (like's f32 twin): round to like's type, then widen again.
+      const DType h = s.half.at(np.input(1)).first;
+      s.names.erase(out);
+      s.g.values[v].name = inlined_name(s, out + ":f32", "");
+      s.reserved_values.insert(s.g.values[v].name);
+      const ValueId r = emit(s, OpKind::Cast, {v}, {{"to", onnx_dtype_code(h)}}, {out},
+                             inlined_name(s, out + ":round", ""))[0];
+      widen_half(s, out, r);
+    } else if (half_in != DType::undefined && t == DType::f32 && np.op_type() != "Cast" &&
+               !cast_like) {
+      s.half[out] = {half_in, kNoValue};
+    }
+  }
+}
+
+void Importer::narrow_half(Scope& s, const onnx::ValueInfoProto& out) {
+  const std::string& name = out.name();
+  DType h = DType::undefined;
+  if (auto it = s.half.find(name); it != s.half.end()) {
+    if (it->second.second != kNoValue) {  // its half value exists: that is the output
+      s.names[name] = it->second.second;
+      return;
+    }
+    h = it->second.first;
+  }
+  const int32_t declared = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+  if (declared == onnx_dtype_code(DType::f16)) h = DType::f16;
+  if (declared == onnx_dtype_code(DType::bf16)) h = DType::bf16;
+  auto it = s.names.find(name);
+  if (h == DType::undefined || it == s.names.end()) return;
+  const ValueId v = it->second;
+  if (s.g.values[v].dtype != DType::f32) return;  // (the declared type check reports it)
+  s.names.erase(it);
+  s.g.values[v].name = inlined_name(s, name + ":f32", "");
+  s.reserved_values.insert(s.g.values[v].name);
+  emit(s, OpKind::Cast, {v}, {{"to", onnx_dtype_code(h)}}, {name},
+       inlined_name(s, name + ":to_" + std::string(dtype_name(h)), ""));
 }
 
 std::vector<ValueId> Importer::emit(Scope& s, OpKind op, std::vector<ValueId> inputs,
@@ -368,14 +455,26 @@ Attributes Importer::convert_attrs(const onnx::NodeProto& np, Scope& s) {
         attrs.set(a.name(), static_cast<double>(a.f()));
         break;
       case A::INT:
+        if ((a.name() == "dtype" || a.name() == "output_datatype") &&
+            (a.i() == onnx_dtype_code(DType::f16) || a.i() == onnx_dtype_code(DType::bf16))) {
+          made_half_ = dtype_from_onnx_code(a.i());  // made in f32 (track_half marks it)
+          attrs.set(a.name(), onnx_dtype_code(DType::f32));
+          break;
+        }
         attrs.set(a.name(), static_cast<int64_t>(a.i()));
         break;
       case A::STRING:
         attrs.set(a.name(), a.s());
         break;
-      case A::TENSOR:
-        attrs.set(a.name(), tensor_from_proto(a.t()));
+      case A::TENSOR: {
+        Tensor t = tensor_from_proto(a.t());
+        if (is_storage(t.dtype())) {  // e.g. ConstantOfShape's value: made in f32
+          made_half_ = t.dtype();
+          t = storage_cast(t, DType::f32);
+        }
+        attrs.set(a.name(), std::move(t));
         break;
+      }
       case A::GRAPH:
         attrs.set(a.name(), convert_subgraph(a.g(), s));
         break;
@@ -398,7 +497,7 @@ Attributes Importer::convert_attrs(const onnx::NodeProto& np, Scope& s) {
 
 std::shared_ptr<const Graph> Importer::convert_subgraph(const onnx::GraphProto& gp, Scope& outer) {
   auto g = std::make_shared<Graph>();
-  Scope inner{*g, &outer, {}, {}, {}, {}};
+  Scope inner{*g, &outer, {}, {}, {}, {}, {}};
   convert_graph(gp, inner);
   return g;  // inputs are completed and the graph verified by the node that owns it
 }
@@ -416,7 +515,7 @@ void Importer::convert_if(const onnx::NodeProto& np, Scope& s, const std::string
       if (a.name() == key && a.type() == onnx::AttributeProto::GRAPH) attr = &a;
     SG_CHECK(attr != nullptr) << "missing required graph attribute '" << key << "'";
     auto g = std::make_shared<Graph>();
-    Scope inner{*g, &s, {}, {}, {}, {}};
+    Scope inner{*g, &s, {}, {}, {}, {}, {}};
     convert_graph(attr->g(), inner);
     for (const std::string& r : inner.captured)
       if (std::find(reads.begin(), reads.end(), r) == reads.end()) reads.push_back(r);
@@ -588,7 +687,7 @@ Graph import_model(const onnx::ModelProto& model) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   SG_CHECK(opset >= 0) << "the model does not import the default ONNX opset";
   Graph g;
-  Scope scope{g, nullptr, {}, {}, {}, {}};
+  Scope scope{g, nullptr, {}, {}, {}, {}, {}};
   Importer(opset, model).convert_graph(model.graph(), scope);
   for (const auto& p : model.metadata_props()) g.metadata[p.key()] = p.value();
   g.metadata["onnx.opset"] = std::to_string(opset);

@@ -53,6 +53,16 @@ Tensor tensor_from_proto(const onnx::TensorProto& p) {
     std::memcpy(out.raw_data(), p.raw_data().data(), bytes);  // little-endian host
     return out;
   }
+  if (is_storage(t)) {  // f16/bf16 data: the bits of each value in int32_data
+    const auto& field = p.int32_data();
+    SG_CHECK(static_cast<int64_t>(field.size()) == count)
+        << what << " has " << field.size() << " values in int32_data but its dims "
+        << shape_str(shape) << " need " << count;
+    Tensor out(t, std::move(shape));
+    auto* d = static_cast<uint16_t*>(out.raw_data());
+    for (int64_t i = 0; i < count; ++i) d[i] = static_cast<uint16_t>(field[static_cast<int>(i)]);
+    return out;
+  }
   switch (t) {
     case DType::f32:
       return from_field(t, std::move(shape), count, p.float_data(), what, "float_data");

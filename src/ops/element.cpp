@@ -23,6 +23,8 @@ llvm::Type* element_type(llvm::LLVMContext& ctx, DType t) {
       return llvm::Type::getInt8Ty(ctx);
     case DType::boolean:
       return llvm::Type::getInt1Ty(ctx);
+    case DType::f16:  // storage types: no kernel computes on them
+    case DType::bf16:
     case DType::undefined:
       break;
   }

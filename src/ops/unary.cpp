@@ -1,5 +1,6 @@
 // Elementwise unary ops: one table entry per op — its type rule and its scalar function.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops/element.h"
@@ -434,12 +435,13 @@ const OpDef kClip = with_element(
 // Cast(x) {to = ONNX data type code}. Float to integer truncates toward zero, saturating (NaN gives
 // 0: src/ops/int_math.h); to bool is x != 0.
 namespace {
-void run_cast(KernelCtx& c) {
-  const int64_t n = c.in[0].numel();
-  visit_dtype(c.in[0].dtype(), [&]<class S>() {
-    visit_dtype(c.out[0].dtype(), [&]<class D>() {
-      const S* x = c.in[0].data<S>();
-      D* y = c.out[0].data<D>();
+// x cast to y's dtype (both compute types).
+void cast_into(const Tensor& x_, Tensor& y_) {
+  const int64_t n = x_.numel();
+  visit_dtype(x_.dtype(), [&]<class S>() {
+    visit_dtype(y_.dtype(), [&]<class D>() {
+      const S* x = x_.data<S>();
+      D* y = y_.data<D>();
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_same_v<D, bool>)
           y[i] = x[i] != S(0);
@@ -450,6 +452,29 @@ void run_cast(KernelCtx& c) {
       }
     });
   });
+}
+
+// A storage type (f16/bf16) on either side goes through f32 (f64 straight to or from it).
+void run_cast(KernelCtx& c) {
+  const DType from = c.in[0].dtype(), to = c.out[0].dtype();
+  if (!is_storage(from) && !is_storage(to)) return cast_into(c.in[0], c.out[0]);
+  Tensor x = c.in[0];
+  if (is_storage(from)) {
+    if (to == DType::f32 || to == DType::f64 || is_storage(to)) {
+      const Tensor y = storage_cast(x, to);
+      std::memcpy(c.out[0].raw_data(), y.raw_data(), y.nbytes());
+      return;
+    }
+    x = storage_cast(x, DType::f32);
+    return cast_into(x, c.out[0]);
+  }
+  if (from != DType::f32 && from != DType::f64) {
+    Tensor wide(DType::f32, x.shape());
+    cast_into(x, wide);
+    x = wide;
+  }
+  const Tensor y = storage_cast(x, to);
+  std::memcpy(c.out[0].raw_data(), y.raw_data(), y.nbytes());
 }
 }  // namespace
 

@@ -24,12 +24,23 @@ using namespace sgraph;
 
 namespace {
 
+constexpr const char* kBadLikeShape =
+    "the model declares input 'like' [3,4] but its data set gives [1] (and the FLOAT to BFLOAT16 "
+    "reference truncates); the FLOAT16 versions of the test are right and pass";
+
 // Tests whose reference outputs are not a target (ONNX Runtime disagrees with them too), with why.
 const std::map<std::string, std::string> kExcluded = {
     {"test_resize_downsample_scales_cubic_align_corners",
      "reference divides by scale*in - 1, not by the output length - 1 as ONNX Runtime does"},
     {"test_resize_downsample_scales_linear_align_corners",
      "reference divides by scale*in - 1, not by the output length - 1 as ONNX Runtime does"},
+    {"test_cast_FLOAT_to_BFLOAT16",
+     "reference truncates f32 to bf16 (this test data's generator); sgraph rounds to nearest "
+     "even, as ONNX Runtime and later ONNX releases' references do"},
+    {"test_castlike_FLOAT_to_BFLOAT16", kBadLikeShape},
+    {"test_castlike_FLOAT_to_BFLOAT16_expanded", kBadLikeShape},
+    {"test_castlike_BFLOAT16_to_FLOAT", kBadLikeShape},
+    {"test_castlike_BFLOAT16_to_FLOAT_expanded", kBadLikeShape},
 };
 
 // Supported tests known to fail, with why: `compiled_only` when the interpreter passes and only

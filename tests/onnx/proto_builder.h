@@ -45,6 +45,10 @@ inline int32_t onnx_code(DType t) {
       return kU8;
     case DType::i8:
       return kI8;
+    case DType::f16:
+      return 10;
+    case DType::bf16:
+      return 16;
     case DType::undefined:
       break;
   }

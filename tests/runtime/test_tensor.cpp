@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdint>
 #include <memory>
 
@@ -66,7 +67,7 @@ TEST_CASE("Tensor: user errors") {
                  "has too many elements"));
   CHECK(contains(error_of([&] { a.dim(2); }), "dimension 2 out of range for rank 2"));
   CHECK(contains(error_of([&] { a.to_int64(); }), "expected an integer tensor"));
-  CHECK(contains(error_of([] { dtype_from_onnx_code(10); }), "ONNX data type code 10"));
+  CHECK(contains(error_of([] { dtype_from_onnx_code(5); }), "ONNX data type code 5"));
 }
 
 #if !defined(__SANITIZE_ADDRESS__)  // (AddressSanitizer builds free every block)
@@ -130,4 +131,56 @@ TEST_CASE("Session: an op output above the tensor size limit fails that call onl
     CHECK(contains(error_of([&] { s.run({large}); }), "above the tensor size limit"));
     check_tensors_close(s.run({small})[0], Session(g, {.interpret_only = true}).run({small})[0]);
   }
+}
+
+namespace {
+// A storage tensor from its bits.
+Tensor half_bits(DType t, const std::vector<uint16_t>& bits) {
+  Tensor h(t, {static_cast<int64_t>(bits.size())});
+  for (size_t i = 0; i < bits.size(); ++i) static_cast<uint16_t*>(h.raw_data())[i] = bits[i];
+  return h;
+}
+std::vector<uint16_t> bits_of(const Tensor& h) {
+  const auto* p = static_cast<const uint16_t*>(h.raw_data());
+  return std::vector<uint16_t>(p, p + h.numel());
+}
+}  // namespace
+
+TEST_CASE("storage_cast: f32 to f16 and bf16 rounds to nearest even, saturating to infinity") {
+  // f16: 1 = 0x3C00, 65504 (the largest) = 0x7BFF, 65520 rounds up to infinity (0x7C00), 1/3 is
+  // 0x3555 (0.333251953125), 1 + 2^-11 is halfway between 1 and 1 + 2^-10: even, so 1; 1 + 3 *
+  // 2^-11 goes up to 1 + 2^-9 (0x3C02); -2 = 0xC000; 2^-24 (the smallest subnormal) = 0x0001.
+  const Tensor x = Tensor::from<float>({9}, {1.0f, 65504.0f, 65520.0f, 1.0f / 3.0f, 1.0f + 0x1p-11f,
+                                             1.0f + 3 * 0x1p-11f, -2.0f, 0x1p-24f, 0.0f});
+  CHECK(bits_of(storage_cast(x, DType::f16)) ==
+        std::vector<uint16_t>{0x3C00, 0x7BFF, 0x7C00, 0x3555, 0x3C00, 0x3C02, 0xC000, 0x0001, 0});
+  // bf16: the top 16 bits of the f32, rounded: 1 = 0x3F80, 65504 = 0x477FE000 rounds to 0x4780
+  // (65536), 65520 = 0x477FF000 to 0x4780, 1/3 = 0x3EAAAAAB to 0x3EAB, 1 + 2^-11 to 0x3F80 (only
+  // 7 fraction bits), -2 = 0xC000.
+  const std::vector<uint16_t> bf = bits_of(storage_cast(x, DType::bf16));
+  CHECK(bf[0] == 0x3F80);
+  CHECK(bf[1] == 0x4780);
+  CHECK(bf[2] == 0x4780);
+  CHECK(bf[3] == 0x3EAB);
+  CHECK(bf[4] == 0x3F80);
+  CHECK(bf[6] == 0xC000);
+  const Tensor nan = storage_cast(Tensor::from<float>({1}, {std::nanf("")}), DType::f16);
+  CHECK(std::isnan(nan.at_double(0)));
+}
+
+TEST_CASE("storage_cast: f16 and bf16 widen exactly to f32 and f64") {
+  const Tensor h = half_bits(DType::f16, {0x3C00, 0x3555, 0x7C00, 0xFC00, 0x0001, 0xC000});
+  const std::vector<float> f = storage_cast(h, DType::f32).to_vector<float>();
+  CHECK(f == std::vector<float>{1.0f, 0.333251953125f, INFINITY, -INFINITY, 0x1p-24f, -2.0f});
+  CHECK(storage_cast(h, DType::f64).data<double>()[1] == 0.333251953125);
+  CHECK(h.at_double(1) == 0.333251953125);
+  const Tensor b = half_bits(DType::bf16, {0x3F80, 0x4049, 0xC000});
+  CHECK(storage_cast(b, DType::f32).to_vector<float>() ==
+        std::vector<float>{1.0f, 3.140625f, -2.0f});
+  // f16 to bf16: 1/3 in f16 (0.333251953125 = 0x3EAAA000) is 0x3EAB in bf16.
+  CHECK(bits_of(storage_cast(h, DType::bf16))[1] == 0x3EAB);
+  CHECK(contains(error_of([&] { storage_cast(Tensor::from<int64_t>({1}, {1}), DType::f16); }),
+                 "storage_cast converts f16/bf16"));
+  CHECK(contains(error_of([&] { visit_dtype(DType::f16, []<class T>() {}); }),
+                 "f16 is a storage type"));
 }
