@@ -143,6 +143,10 @@
   SG_OP(NonZero, non_zero)                             \
   SG_OP(ReverseSequence, reverse_sequence)             \
   SG_OP(BitShift, bit_shift)                           \
+  /* window functions (window_functions.cpp) */        \
+  SG_OP(HannWindow, hann_window)                       \
+  SG_OP(HammingWindow, hamming_window)                 \
+  SG_OP(BlackmanWindow, blackman_window)               \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
