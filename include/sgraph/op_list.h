@@ -147,6 +147,8 @@
   SG_OP(HannWindow, hann_window)                       \
   SG_OP(HammingWindow, hamming_window)                 \
   SG_OP(BlackmanWindow, blackman_window)               \
+  /* Unique (unique.cpp) */                            \
+  SG_OP(Unique, unique)                                \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
