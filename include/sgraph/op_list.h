@@ -147,8 +147,9 @@
   SG_OP(HannWindow, hann_window)                       \
   SG_OP(HammingWindow, hamming_window)                 \
   SG_OP(BlackmanWindow, blackman_window)               \
-  /* Unique (unique.cpp) */                            \
+  /* Unique and Einsum (unique.cpp, einsum.cpp) */     \
   SG_OP(Unique, unique)                                \
+  SG_OP(Einsum, einsum)                                \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
