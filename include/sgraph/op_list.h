@@ -152,6 +152,8 @@
   SG_OP(Einsum, einsum)                                \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
+  SG_OP(GRU, gru)                                      \
+  SG_OP(RNN, rnn)                                      \
   SG_OP(If, if_)
 // clang-format on
 
