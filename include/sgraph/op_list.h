@@ -143,8 +143,17 @@
   SG_OP(NonZero, non_zero)                             \
   SG_OP(ReverseSequence, reverse_sequence)             \
   SG_OP(BitShift, bit_shift)                           \
+  /* window functions (window_functions.cpp) */        \
+  SG_OP(HannWindow, hann_window)                       \
+  SG_OP(HammingWindow, hamming_window)                 \
+  SG_OP(BlackmanWindow, blackman_window)               \
+  /* Unique and Einsum (unique.cpp, einsum.cpp) */     \
+  SG_OP(Unique, unique)                                \
+  SG_OP(Einsum, einsum)                                \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
+  SG_OP(GRU, gru)                                      \
+  SG_OP(RNN, rnn)                                      \
   SG_OP(If, if_)
 // clang-format on
 
