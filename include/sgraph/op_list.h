@@ -143,6 +143,10 @@
   SG_OP(NonZero, non_zero)                             \
   SG_OP(ReverseSequence, reverse_sequence)             \
   SG_OP(BitShift, bit_shift)                           \
+  /* quantization and detection */                    \
+  SG_OP(QuantizeLinear, quantize_linear)               \
+  SG_OP(DequantizeLinear, dequantize_linear)           \
+  SG_OP(DynamicQuantizeLinear, dynamic_quantize_linear) \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
