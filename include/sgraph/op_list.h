@@ -147,6 +147,10 @@
   SG_OP(QuantizeLinear, quantize_linear)               \
   SG_OP(DequantizeLinear, dequantize_linear)           \
   SG_OP(DynamicQuantizeLinear, dynamic_quantize_linear) \
+  SG_OP(MatMulInteger, matmul_integer)                 \
+  SG_OP(QLinearMatMul, qlinear_matmul)                 \
+  SG_OP(ConvInteger, conv_integer)                     \
+  SG_OP(QLinearConv, qlinear_conv)                     \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
