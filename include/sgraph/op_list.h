@@ -151,6 +151,7 @@
   SG_OP(QLinearMatMul, qlinear_matmul)                 \
   SG_OP(ConvInteger, conv_integer)                     \
   SG_OP(QLinearConv, qlinear_conv)                     \
+  SG_OP(NonMaxSuppression, non_max_suppression)        \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(If, if_)
