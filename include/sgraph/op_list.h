@@ -150,6 +150,15 @@
   /* Unique and Einsum (unique.cpp, einsum.cpp) */     \
   SG_OP(Unique, unique)                                \
   SG_OP(Einsum, einsum)                                \
+  /* quantization and detection */                    \
+  SG_OP(QuantizeLinear, quantize_linear)               \
+  SG_OP(DequantizeLinear, dequantize_linear)           \
+  SG_OP(DynamicQuantizeLinear, dynamic_quantize_linear) \
+  SG_OP(MatMulInteger, matmul_integer)                 \
+  SG_OP(QLinearMatMul, qlinear_matmul)                 \
+  SG_OP(ConvInteger, conv_integer)                     \
+  SG_OP(QLinearConv, qlinear_conv)                     \
+  SG_OP(NonMaxSuppression, non_max_suppression)        \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(GRU, gru)                                      \

@@ -19,16 +19,6 @@ void types_conv(TypeCtx& c) {
   c.out[0] = c.in[0];
 }
 
-// Everything a (transposed) convolution needs to know, checked against the inputs.
-struct ConvGeom {
-  Window w;
-  int64_t batch, group, in_ch, out_ch;  // C and M of the op
-  Shape out_shape;
-  int64_t in_size() const { return numel(w.in); }
-  int64_t out_size() const { return numel(w.out); }
-  int64_t taps() const { return numel(w.kernel); }
-};
-
 // Shared checks. `w_in_axis` is W's axis holding input channels (per group): 1 for Conv, 0 (all
 // channels) for ConvTranspose. Sets batch, group, in_ch, out_ch and the kernel.
 ConvGeom conv_common(const Attributes& attrs, const Shape& x, const Shape& wt, const Shape* b,
@@ -66,6 +56,8 @@ ConvGeom conv_common(const Attributes& attrs, const Shape& x, const Shape& wt, c
   return g;
 }
 
+}  // namespace
+
 ConvGeom conv_geometry(const Attributes& attrs, const Shape& x, const Shape& wt, const Shape* b) {
   ConvGeom g = conv_common(attrs, x, wt, b, false);
   g.w = forward_window(attrs, g.w.in, g.w.kernel);
@@ -73,6 +65,21 @@ ConvGeom conv_geometry(const Attributes& attrs, const Shape& x, const Shape& wt,
   g.out_shape.insert(g.out_shape.end(), g.w.out.begin(), g.w.out.end());
   return g;
 }
+
+// Offsets of each kernel tap, per spatial dim: tap * dilation - pad_begin.
+std::vector<Ints> tap_offsets(const Window& w) {
+  std::vector<Ints> taps;
+  Ints k(w.rank(), 0);
+  for (int64_t t = 0, n = numel(w.kernel); t < n; ++t) {
+    Ints off(w.rank());
+    for (size_t d = 0; d < w.rank(); ++d) off[d] = k[d] * w.dilations[d] - w.pad_begin[d];
+    taps.push_back(std::move(off));
+    for (size_t d = w.rank(); d-- > 0 && ++k[d] == w.kernel[d];) k[d] = 0;
+  }
+  return taps;
+}
+
+namespace {
 
 // ConvTranspose: out = stride * (in - 1) + output_padding + extent - pads, unless output_shape
 // (or auto_pad SAME_*, which asks for in * stride) fixes the size and the pads follow from it.
@@ -125,19 +132,6 @@ ConvGeom conv_transpose_geometry(const Attributes& attrs, const Shape& x, const 
   g.out_shape = {g.batch, g.out_ch};
   g.out_shape.insert(g.out_shape.end(), w.out.begin(), w.out.end());
   return g;
-}
-
-// Offsets of each kernel tap, per spatial dim: tap * dilation - pad_begin.
-std::vector<Ints> tap_offsets(const Window& w) {
-  std::vector<Ints> taps;
-  Ints k(w.rank(), 0);
-  for (int64_t t = 0, n = numel(w.kernel); t < n; ++t) {
-    Ints off(w.rank());
-    for (size_t d = 0; d < w.rank(); ++d) off[d] = k[d] * w.dilations[d] - w.pad_begin[d];
-    taps.push_back(std::move(off));
-    for (size_t d = w.rank(); d-- > 0 && ++k[d] == w.kernel[d];) k[d] = 0;
-  }
-  return taps;
 }
 
 // For one kernel tap, walks the grid `from` row by row (rows run along the last dim) and maps

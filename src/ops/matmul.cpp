@@ -13,21 +13,6 @@ GemmParams gemm_params(const Node& n) {
           a.get_float("beta", 1.0)};
 }
 
-namespace {
-
-void types_contraction(TypeCtx& c) {
-  c.expect_one_of(0, {DType::f32, DType::f64, DType::i32, DType::i64});
-  for (size_t i = 1; i < c.in.size(); ++i)
-    if (c.has(i)) c.expect_same(0, i);
-  c.out[0] = c.in[0];
-}
-
-// MatMul geometry: operands as [batch..., M, K] x [batch..., K, N].
-struct MatMulDims {
-  Shape batch_a, batch_b, batch, out;
-  int64_t M, K, N;
-};
-
 MatMulDims matmul_dims(const Shape& a, const Shape& b) {
   SG_CHECK(!a.empty() && !b.empty()) << "MatMul operands must have rank >= 1, got shapes "
                                      << shape_str(a) << " x " << shape_str(b);
@@ -46,6 +31,15 @@ MatMulDims matmul_dims(const Shape& a, const Shape& b) {
   if (a.size() > 1) d.out.push_back(d.M);
   if (b.size() > 1) d.out.push_back(d.N);
   return d;
+}
+
+namespace {
+
+void types_contraction(TypeCtx& c) {
+  c.expect_one_of(0, {DType::f32, DType::f64, DType::i32, DType::i64});
+  for (size_t i = 1; i < c.in.size(); ++i)
+    if (c.has(i)) c.expect_same(0, i);
+  c.out[0] = c.in[0];
 }
 
 template <class T>

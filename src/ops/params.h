@@ -72,6 +72,17 @@ struct GemmParams {
 };
 GemmParams gemm_params(const Node& n);
 
+// ---- MatMul (matmul.cpp) -------------------------------------------------------------------
+
+// MatMul's geometry (numpy matmul), checked: operands as [batch..., M, K] x [batch..., K, N], a
+// 1-D A read as [1, K] and a 1-D B as [K, 1] (their unit dim dropped from `out`); the batch dims
+// broadcast. MatMulInteger and QLinearMatMul share it.
+struct MatMulDims {
+  Shape batch_a, batch_b, batch, out;
+  int64_t M, K, N;
+};
+MatMulDims matmul_dims(const Shape& a, const Shape& b);
+
 // ---- Transpose (transpose.cpp) -------------------------------------------------------------
 
 // Transpose's perm for an input of rank `rank`: output dim d is input dim perm[d]; the reversed

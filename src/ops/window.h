@@ -52,4 +52,25 @@ std::optional<SymWindow> sym_forward_window(const Attributes& attrs, const SymSh
 std::optional<SymShape> window_symbolic_shape(const Graph& g, const Node& n,
                                               std::span<const SymShape* const> in);
 
+// ---- Conv's geometry (conv.cpp) ----------------------------------------------------------------
+
+// Everything a (transposed) convolution needs to know, checked against the inputs.
+struct ConvGeom {
+  Window w;
+  int64_t batch, group, in_ch, out_ch;  // C and M of the op
+  Shape out_shape;
+  int64_t in_size() const { return numel(w.in); }
+  int64_t out_size() const { return numel(w.out); }
+  int64_t taps() const { return numel(w.kernel); }
+};
+
+// Conv's geometry for X, W and B (nullptr when absent) of these shapes and the node's attributes
+// (auto_pad, dilations, group, kernel_shape, pads, strides): throws on shapes that do not fit.
+// ConvInteger and QLinearConv share it.
+ConvGeom conv_geometry(const Attributes& attrs, const Shape& x, const Shape& wt, const Shape* b);
+
+// Offsets of each kernel tap (row-major over the kernel), per spatial dim:
+// tap * dilation - pad_begin.
+std::vector<Ints> tap_offsets(const Window& w);
+
 }  // namespace sgraph::ops
