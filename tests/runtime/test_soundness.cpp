@@ -93,7 +93,10 @@ const std::vector<Kind>& kinds() {
 }
 
 std::vector<Tensor> run_both(const Graph& g, const std::vector<Tensor>& in, Report* rep) {
-  Session s(g, SessionOptions{.warmup_runs = 1});
+  // One thread: a region's thread count comes from its measured warm-up time and is part of its
+  // code, so two twin regions timed either side of a step (ASan, a loaded machine) would
+  // rightly get two kernels.
+  Session s(g, SessionOptions{.warmup_runs = 1, .threads = 1});
   s.run(in);
   std::vector<Tensor> got = s.run(in);
   *rep = s.report();
