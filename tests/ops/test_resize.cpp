@@ -521,3 +521,10 @@ SG_LOWERING_SAMPLE(Resize, linear_by_sizes) {
                     {{"mode", std::string("linear")},
                      {"coordinate_transformation_mode", std::string("align_corners")}})[0]);
 }
+
+TEST_CASE("Resize: an empty output with a huge other dim allocates nothing") {
+  // Found by fuzz_onnx_run: sizes [0, 2^62] made the kernel build a 2^62-entry axis table.
+  Tensor x(DType::f32, {1, 2});
+  const Tensor y = run_op(OpKind::Resize, {x, {}, {}, ints({0, int64_t{1} << 62})}, {})[0];
+  CHECK(y.shape() == Shape{0, int64_t{1} << 62});
+}
