@@ -87,14 +87,6 @@ void check_scalar_param(const Shape& s, std::string_view what) {
       << what << " must be a scalar (one for the whole tensor), got shape " << shape_str(s);
 }
 
-void types_conv_integer(TypeCtx& c) {
-  expect_quantized(c, 0);
-  expect_quantized(c, 1);
-  if (c.has(2)) c.expect_same(0, 2);
-  if (c.has(3)) c.expect_same(1, 3);
-  c.out[0] = DType::i32;
-}
-
 void shapes_conv_integer(ShapeCtx& c) {
   const ConvGeom g = conv_geometry(c.attrs(), c.shape(0), c.shape(1), nullptr);
   if (c.has(2)) check_scalar_param(c.shape(2), "x_zero_point");
@@ -162,8 +154,8 @@ void run_qlinear_conv(KernelCtx& c) {
 // ConvInteger(x, w, x_zero_point?, w_zero_point?) {Conv's attributes} -> i32: x and w u8 or i8,
 // x_zero_point a scalar with x's dtype, w_zero_point a scalar or one per output channel with w's.
 extern const OpDef kConvInteger;
-const OpDef kConvInteger{"ConvInteger",   2, 4, 1, 1, types_conv_integer, shapes_conv_integer,
-                         run_conv_integer};
+const OpDef kConvInteger{
+    "ConvInteger", 2, 4, 1, 1, types_integer_contraction, shapes_conv_integer, run_conv_integer};
 
 // QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?)
 // {Conv's attributes}: y has y_zero_point's dtype; w's scale and zero point are scalars or one per

@@ -55,14 +55,6 @@ void int_matmul(const Tensor& ta, const Tensor& tb, const std::vector<int32_t>& 
   });
 }
 
-void types_matmul_integer(TypeCtx& c) {
-  expect_quantized(c, 0);
-  expect_quantized(c, 1);
-  if (c.has(2)) c.expect_same(0, 2);
-  if (c.has(3)) c.expect_same(1, 3);
-  c.out[0] = DType::i32;
-}
-
 void shapes_matmul_integer(ShapeCtx& c) {
   const MatMulDims d = matmul_dims(c.shape(0), c.shape(1));
   if (c.has(2)) check_row_param(c.shape(2), d.M, "a_zero_point", "row of A");
@@ -124,7 +116,8 @@ void run_qlinear_matmul(KernelCtx& c) {
 // ([N]) with B's dtype.
 extern const OpDef kMatMulInteger;
 const OpDef kMatMulInteger{
-    "MatMulInteger", 2, 4, 1, 1, types_matmul_integer, shapes_matmul_integer, run_matmul_integer};
+    "MatMulInteger",   2, 4, 1, 1, types_integer_contraction, shapes_matmul_integer,
+    run_matmul_integer};
 
 // QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): y has
 // y_zero_point's dtype; a's parameters are scalars or per row, b's per column, y's per row.

@@ -11,6 +11,14 @@ namespace sgraph::ops {
 
 void expect_quantized(const TypeCtx& c, size_t i) { c.expect_one_of(i, {DType::u8, DType::i8}); }
 
+void types_integer_contraction(TypeCtx& c) {
+  expect_quantized(c, 0);
+  expect_quantized(c, 1);
+  if (c.has(2)) c.expect_same(0, 2);
+  if (c.has(3)) c.expect_same(1, 3);
+  c.out[0] = DType::i32;
+}
+
 void check_row_param(const Shape& param, int64_t count, std::string_view what,
                      std::string_view along) {
   const bool scalar = param.size() <= 1 && numel(param) == 1;

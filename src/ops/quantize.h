@@ -15,6 +15,10 @@ namespace sgraph::ops {
 // An 8-bit quantized dtype (u8 or i8), or a type error naming input `i`.
 void expect_quantized(const TypeCtx& c, size_t i);
 
+// The type rule of MatMulInteger and ConvInteger (a, b, a_zero_point?, b_zero_point?): 8-bit
+// operands, each zero point of its operand's dtype, an i32 result.
+void types_integer_contraction(TypeCtx& c);
+
 // visit_dtype for the 8-bit quantized dtypes.
 template <class F>
 decltype(auto) visit_quantized(DType t, F&& f) {
