@@ -159,6 +159,8 @@
   SG_OP(ConvInteger, conv_integer)                     \
   SG_OP(QLinearConv, qlinear_conv)                     \
   SG_OP(NonMaxSuppression, non_max_suppression)        \
+  SG_OP(Det, det)                                      \
+  SG_OP(MaxUnpool, max_unpool)                         \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(GRU, gru)                                      \
