@@ -528,3 +528,11 @@ TEST_CASE("Resize: an empty output with a huge other dim allocates nothing") {
   const Tensor y = run_op(OpKind::Resize, {x, {}, {}, ints({0, int64_t{1} << 62})}, {})[0];
   CHECK(y.shape() == Shape{0, int64_t{1} << 62});
 }
+
+// The empty-output case compiled: the kernel must not plan tables for the huge dim either.
+SG_LOWERING_SAMPLE(Resize, empty_output_huge_dim) {
+  const ValueId x = s.input(DType::f32, {n, 2});
+  const ValueId sizes = s.b.ints({0, int64_t{1} << 62});
+  s.output(s.b.node(OpKind::Resize, {x, kNoValue, kNoValue, sizes},
+                    {{"mode", std::string("linear")}})[0]);
+}
