@@ -111,6 +111,18 @@ Tensor iota(Shape s, int start = 0) {
 }
 
 // A 1-D i64 tensor holding `v` (shape, axes, pads, sizes and index inputs).
+// A half-precision storage tensor (DType::f16 or bf16) [bits.size()] from its bit patterns, and
+// the bit patterns of one.
+inline Tensor half_bits(DType t, const std::vector<uint16_t>& bits) {
+  Tensor h(t, {static_cast<int64_t>(bits.size())});
+  for (size_t i = 0; i < bits.size(); ++i) static_cast<uint16_t*>(h.raw_data())[i] = bits[i];
+  return h;
+}
+inline std::vector<uint16_t> bits_of(const Tensor& h) {
+  const auto* p = static_cast<const uint16_t*>(h.raw_data());
+  return std::vector<uint16_t>(p, p + h.numel());
+}
+
 inline Tensor ints(const std::vector<int64_t>& v) {
   return Tensor::from<int64_t>({static_cast<int64_t>(v.size())}, v);
 }

@@ -14,25 +14,14 @@ namespace {
 constexpr int32_t kF16 = onnx::TensorProto::FLOAT16;
 constexpr int32_t kBF16 = onnx::TensorProto::BFLOAT16;
 
-Tensor half_tensor(DType t, const std::vector<uint16_t>& bits) {
-  Tensor h(t, {static_cast<int64_t>(bits.size())});
-  for (size_t i = 0; i < bits.size(); ++i) static_cast<uint16_t*>(h.raw_data())[i] = bits[i];
-  return h;
-}
-
-std::vector<uint16_t> bits_of(const Tensor& h) {
-  const auto* p = static_cast<const uint16_t*>(h.raw_data());
-  return std::vector<uint16_t>(p, p + h.numel());
-}
-
 // x f16 [3], w f16 [3] (an initializer, 0.25 each):
 //   y = Add(Max(x, w), w)                          (f16: computed in f32, narrowed once)
 //   z = Cast(Div(Cast(x, f32), 3), f16)            (f16: Cast rounds)
 //   e = Cast(CastLike(Div(Cast(x, f32), 3), w), f32) - Div(Cast(x, f32), 3)   (f32: the rounding)
 onnx::ModelProto half_model(int32_t half) {
   const DType t = half == kF16 ? DType::f16 : DType::bf16;
-  const Tensor w = half_tensor(t, half == kF16 ? std::vector<uint16_t>{0x3400, 0x3400, 0x3400}
-                                               : std::vector<uint16_t>{0x3E80, 0x3E80, 0x3E80});
+  const Tensor w = half_bits(t, half == kF16 ? std::vector<uint16_t>{0x3400, 0x3400, 0x3400}
+                                             : std::vector<uint16_t>{0x3E80, 0x3E80, 0x3E80});
   return make_model(15,
                     {make_node("Max", {"x", "w"}, {"m"}), make_node("Add", {"m", "w"}, {"y"}),
                      make_node("Cast", {"x"}, {"xf"}, {int_attr("to", kF32)}),
@@ -52,7 +41,7 @@ TEST_CASE("Half precision: an f16 model runs in f32 and returns f16, interpreted
   const Graph g = load(m);
   REQUIRE(g.values[g.inputs[0]].dtype == DType::f16);
   // x = [1, -2, 0.5]
-  const Tensor x = half_tensor(DType::f16, {0x3C00, 0xC000, 0x3800});
+  const Tensor x = half_bits(DType::f16, {0x3C00, 0xC000, 0x3800});
   Session interp(g, {.interpret_only = true});
   const std::vector<Tensor> out = interp.run({x});
   REQUIRE(out.size() == 3);
@@ -84,7 +73,7 @@ TEST_CASE("Half precision: a bf16 model, and f16 declared on an inner value") {
   *m.mutable_graph()->add_value_info() = value_info("m", kBF16, {3});
   const Graph g = load(m);
   // x = [1, -2, 0.5] in bf16.
-  const Tensor x = half_tensor(DType::bf16, {0x3F80, 0xC000, 0x3F00});
+  const Tensor x = half_bits(DType::bf16, {0x3F80, 0xC000, 0x3F00});
   const std::vector<Tensor> out = Session(g, {.interpret_only = true}).run({x});
   CHECK(out[0].dtype() == DType::bf16);
   CHECK(bits_of(out[0]) == std::vector<uint16_t>{0x3FA0, 0x3F00, 0x3F40});  // 1.25, 0.5, 0.75
@@ -95,7 +84,7 @@ TEST_CASE("Half precision: a bf16 model, and f16 declared on an inner value") {
 
 TEST_CASE("Half precision: Cast between f16 and integers, bool and f64") {
   // f16 [2.5, -3.75, 70000 -> inf] to i32 (through f32: truncation, saturation), and back.
-  const Tensor x = half_tensor(DType::f16, {0x4100, 0xC380, 0x7C00});
+  const Tensor x = half_bits(DType::f16, {0x4100, 0xC380, 0x7C00});
   const Tensor i = run_node(13, make_node("Cast", {"x"}, {"y"}, {int_attr("to", kI32)}), {x})[0];
   CHECK(i.to_vector<int32_t>() == std::vector<int32_t>{2, -3, 2147483647});
   const Tensor b = Tensor::from<bool>({2}, {true, false});
@@ -112,7 +101,7 @@ TEST_CASE("Half precision: f16 data in int32_data, and a wrong count is an error
   p.add_int32_data(0xC000);
   const onnx::ModelProto m = make_model(13, {make_node("Add", {"x", "w"}, {"y"})},
                                         {value_info("x", kF16, {2})}, {"y"}, {p});
-  const Tensor y = Session(load(m)).run({half_tensor(DType::f16, {0x3C00, 0x3C00})})[0];
+  const Tensor y = Session(load(m)).run({half_bits(DType::f16, {0x3C00, 0x3C00})})[0];
   CHECK(bits_of(y) == std::vector<uint16_t>{0x4000, 0xBC00});  // 2, -1
   p.add_int32_data(0);
   const onnx::ModelProto bad = make_model(13, {make_node("Add", {"x", "w"}, {"y"})},

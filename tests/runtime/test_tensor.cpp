@@ -133,19 +133,6 @@ TEST_CASE("Session: an op output above the tensor size limit fails that call onl
   }
 }
 
-namespace {
-// A storage tensor from its bits.
-Tensor half_bits(DType t, const std::vector<uint16_t>& bits) {
-  Tensor h(t, {static_cast<int64_t>(bits.size())});
-  for (size_t i = 0; i < bits.size(); ++i) static_cast<uint16_t*>(h.raw_data())[i] = bits[i];
-  return h;
-}
-std::vector<uint16_t> bits_of(const Tensor& h) {
-  const auto* p = static_cast<const uint16_t*>(h.raw_data());
-  return std::vector<uint16_t>(p, p + h.numel());
-}
-}  // namespace
-
 TEST_CASE("storage_cast: f32 to f16 and bf16 rounds to nearest even, saturating to infinity") {
   // f16: 1 = 0x3C00, 65504 (the largest) = 0x7BFF, 65520 rounds up to infinity (0x7C00), 1/3 is
   // 0x3555 (0.333251953125), 1 + 2^-11 is halfway between 1 and 1 + 2^-10: even, so 1; 1 + 3 *
