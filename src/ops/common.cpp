@@ -40,7 +40,8 @@ const Tensor& ShapeCtx::require_value(size_t i) const {
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what) {
-  SG_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1))
+  // Strictly [-rank, rank): a scalar has no axis (callers index per-dim tables with the result).
+  SG_CHECK(axis >= -rank && axis < rank)
       << what << " " << axis << " is out of range for rank " << rank;
   return axis < 0 ? axis + rank : axis;
 }

@@ -62,11 +62,14 @@ namespace {
 // where map[o] is -1. The output run [before, before + len) is the cropped input, contiguous.
 struct AxisPlan {
   int64_t before = 0, len = 0, first = 0;  // first: input index of the first kept element
+  int64_t out = 0;                         // the output size
   std::vector<int64_t> map;
 };
 
-// Each axis's plan for an input of `shape`, checking the pads fit it.
-std::vector<AxisPlan> pad_plan(const Shape& shape, const PadParams& pp) {
+// Each axis's plan for an input of `shape`, checking the pads fit it. The index maps (one entry
+// per output index) are built only with `maps`: the shape rule needs the sizes alone, which pads
+// may make huge before the output's allocation is checked against the tensor size limit.
+std::vector<AxisPlan> pad_plan(const Shape& shape, const PadParams& pp, bool maps) {
   const int64_t rank = static_cast<int64_t>(shape.size());
   const Ints &begin = pp.begin, &end = pp.end;
   const PadMode mode = pp.mode;
@@ -86,7 +89,9 @@ std::vector<AxisPlan> pad_plan(const Shape& shape, const PadParams& pp) {
     if (mode == PadMode::edge)
       SG_CHECK(p.len > 0 || (p.before == 0 && after == 0))
           << "edge padding of axis " << d << ", which is empty";
-    p.map.resize(p.before + p.len + after);
+    p.out = p.before + p.len + after;
+    if (!maps) continue;
+    p.map.resize(p.out);
     for (int64_t o = 0; o < static_cast<int64_t>(p.map.size()); ++o) {
       int64_t j = o - p.before;  // index into the cropped axis
       if (j < 0 || j >= p.len) {
@@ -185,19 +190,22 @@ const OpDef kPad = with_symbolic_shape(
               [](ShapeCtx& c) {
                 SG_CHECK(!c.has(2) || numel(c.shape(2)) == 1)
                     << "Pad constant_value must be a scalar, got shape " << shape_str(c.shape(2));
-                const auto plan =
-                    pad_plan(c.shape(0), pad_params(c.node, c.shape(0).size(),
-                                                    c.has(1) ? &c.require_value(1) : nullptr,
-                                                    c.has(3) ? &c.require_value(3) : nullptr));
+                const auto plan = pad_plan(
+                    c.shape(0),
+                    pad_params(c.node, c.shape(0).size(), c.has(1) ? &c.require_value(1) : nullptr,
+                               c.has(3) ? &c.require_value(3) : nullptr),
+                    /*maps=*/false);
                 Shape out;
-                for (const AxisPlan& p : plan) out.push_back(static_cast<int64_t>(p.map.size()));
+                for (const AxisPlan& p : plan) out.push_back(p.out);
                 c.out[0] = std::move(out);
               },
               [](KernelCtx& c) {
                 const PadParams p =
                     pad_params(c.node, c.in[0].shape().size(), c.has(1) ? &c.in[1] : nullptr,
                                c.has(3) ? &c.in[3] : nullptr);
-                const auto plan = pad_plan(c.in[0].shape(), p);
+                // Nothing to write; the maps would follow the other dims, however large.
+                if (c.out[0].numel() == 0) return;
+                const auto plan = pad_plan(c.in[0].shape(), p, /*maps=*/true);
                 visit_dtype(c.in[0].dtype(), [&]<class T>() {
                   const T value = c.has(2) ? c.in[2].data<T>()[0] : static_cast<T>(p.value);
                   pad_kernel<T>(c.in[0], c.out[0], plan, value);

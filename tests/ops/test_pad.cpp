@@ -198,6 +198,22 @@ TEST_CASE("Pad: errors") {
                  "Pad axis 1 is repeated"));
 }
 
+TEST_CASE("Pad: huge pads are sized without tables, an empty output with a huge dim runs") {
+  // Found by fuzz_onnx_load: constant pads of 2^51 made the shape rule, run at load, build a
+  // 2^51-entry index table for the padded axis.
+  const int64_t huge = int64_t{1} << 51;
+  GraphBuilder gb;
+  const ValueId v = gb.pad(gb.input("x", DType::f32, {2, 3}), gb.ints({0, huge, 0, 0}));
+  CHECK(gb.build().value(v).shape == DimList{2, huge + 3});
+  // Nothing to write: the kernel must not build the padded axis's table either.
+  const Tensor y = run_op(OpKind::Pad, {Tensor(DType::f32, {0, 3}), ints({0, huge, 0, 0})}, {}, 1,
+                          {false, true})[0];
+  CHECK(y.shape() == Shape{0, huge + 3});
+  // A scalar has no axis 0 (the axes input indexed a table of rank 0 entries).
+  CHECK(contains(op_error(OpKind::Pad, {Tensor::scalar(1.0f), ints({1, 1}), {}, ints({0})}),
+                 "Pad axis 0 is out of range for rank 0"));
+}
+
 // ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
 
 SG_LOWERING_SAMPLE(Pad, constant_value) {

@@ -146,6 +146,9 @@ TEST_CASE("Slice: errors") {
                  "Slice axis -1 is repeated"));
   CHECK(contains(op_error(OpKind::Slice, {x, ints({0}), ints({1}), ints({2})}),
                  "Slice axis 2 is out of range for rank 2"));
+  // Found by fuzz_onnx_run: a scalar input with axes [0] read past a rank-0 table.
+  CHECK(contains(op_error(OpKind::Slice, {Tensor::scalar(1.0f), ints({0}), ints({1}), ints({0})}),
+                 "Slice axis 0 is out of range for rank 0"));
   CHECK(contains(op_error(OpKind::Slice, {x, ints({0, 0}), ints({1})}),
                  "as many ends, axes and steps"));
   CHECK(contains(op_error(OpKind::Slice, {x, Tensor::from<float>({1}, {0}), ints({1})}),
