@@ -24,6 +24,7 @@
 #include "onnx/import.h"
 #include "onnx/tensor_proto.h"
 #include "ops/infer.h"
+#include "ops/int_math.h"
 #include "sgraph/onnx.h"
 
 namespace sgraph {
@@ -303,8 +304,15 @@ std::pair<DType, std::optional<DimList>> declared_type(const onnx::ValueInfoProt
   return {t, dims};
 }
 
+// A scalar of dtype t holding v; for an integer t, v saturates (Clip-6's default bounds are
+// +-inf, and a model's bound may be any double).
 Tensor scalar_like(DType t, double v) {
-  return visit_dtype(t, [&]<class T>() { return Tensor::scalar(static_cast<T>(v)); });
+  return visit_dtype(t, [&]<class T>() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      return Tensor::scalar(ops::saturate_cast<T>(v));
+    else
+      return Tensor::scalar(static_cast<T>(v));
+  });
 }
 
 void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {

@@ -73,6 +73,17 @@ TEST_CASE("ONNX import: Clip-6 bounds as attributes, Clip-11 bounds as inputs") 
   CHECK(yd.dtype() == DType::f64);
   check_close(yd, {3}, {0, 0.25, 7});
 
+  // An integer input: the default bounds (+-inf) and out-of-range ones saturate to its range
+  // (found by fuzz_onnx_load: a C++ cast of -inf to int8 is undefined behaviour).
+  const Tensor xi = Tensor::from<int8_t>({3}, {-128, 5, 127});
+  const Tensor yi = run_node(6, make_node("Clip", {"x"}, {"y"}, {}), {xi})[0];
+  CHECK(yi.dtype() == DType::i8);
+  check_close(yi, {3}, {-128, 5, 127});
+  check_close(
+      run_node(6, make_node("Clip", {"x"}, {"y"}, {float_attr("min", -1e9f), float_attr("max", 4)}),
+               {xi})[0],
+      {3}, {-128, 4, 4});
+
   const onnx::TensorProto lo = make_tensor("lo", Tensor::scalar(-1.0f));
   const onnx::TensorProto hi = make_tensor("hi", Tensor::scalar(2.0f));
   const onnx::TensorProto one = make_tensor("one", Tensor::scalar(1.0f));
