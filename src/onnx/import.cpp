@@ -307,12 +307,7 @@ std::pair<DType, std::optional<DimList>> declared_type(const onnx::ValueInfoProt
 // A scalar of dtype t holding v; for an integer t, v saturates (Clip-6's default bounds are
 // +-inf, and a model's bound may be any double).
 Tensor scalar_like(DType t, double v) {
-  return visit_dtype(t, [&]<class T>() {
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-      return Tensor::scalar(ops::saturate_cast<T>(v));
-    else
-      return Tensor::scalar(static_cast<T>(v));
-  });
+  return visit_dtype(t, [&]<class T>() { return Tensor::scalar(ops::from_double<T>(v)); });
 }
 
 void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {

@@ -80,6 +80,16 @@ T saturate_cast(F x) {
   return static_cast<T>(x);
 }
 
+// A double (an attribute's value) as element type T: saturated as above for an integer T, a
+// plain conversion for floats and bool.
+template <class T>
+T from_double(double v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return saturate_cast<T>(v);
+  else
+    return static_cast<T>(v);
+}
+
 // Shape arithmetic on sizes and attributes (kernel sizes, dilations, pads, strides) that a model
 // sets: an overflow is the model's error, never a wrapped size.
 inline int64_t checked_add(int64_t a, int64_t b, const char* what) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "ops/int_math.h"
 #include "ops/op.h"
 #include "ops/params.h"
 
@@ -207,7 +208,7 @@ const OpDef kPad = with_symbolic_shape(
                 if (c.out[0].numel() == 0) return;
                 const auto plan = pad_plan(c.in[0].shape(), p, /*maps=*/true);
                 visit_dtype(c.in[0].dtype(), [&]<class T>() {
-                  const T value = c.has(2) ? c.in[2].data<T>()[0] : static_cast<T>(p.value);
+                  const T value = c.has(2) ? c.in[2].data<T>()[0] : from_double<T>(p.value);
                   pad_kernel<T>(c.in[0], c.out[0], plan, value);
                 });
               }}));

@@ -4,6 +4,7 @@
 // taking sizes that reach both pads).
 #include <algorithm>
 
+#include "ops/int_math.h"
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/params.h"
@@ -15,7 +16,10 @@ llvm::Value* constant_of(llvm::LLVMContext& ctx, DType t, double v) {
   llvm::Type* type = element_type(ctx, t);
   if (is_float(t)) return llvm::ConstantFP::get(type, v);
   if (t == DType::boolean) return llvm::ConstantInt::getBool(ctx, v != 0);
-  return llvm::ConstantInt::get(type, static_cast<uint64_t>(static_cast<int64_t>(v)), true);
+  // Saturated as the reference kernel converts it (int_math.h).
+  const int64_t i =
+      visit_dtype(t, [&]<class T>() { return static_cast<int64_t>(from_double<T>(v)); });
+  return llvm::ConstantInt::get(type, static_cast<uint64_t>(i), true);
 }
 
 std::string why_not_pad(const Graph& g, const Node& n) {

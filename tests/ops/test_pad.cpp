@@ -71,6 +71,14 @@ TEST_CASE("Pad: axes input (opset 18) and the opset-2 attribute form") {
   const Attributes v2{{"pads", Ints{1, 0, 0, 1}}, {"value", 1.5}};
   check_close(run_op(OpKind::Pad, {iota<double>({1, 2})}, v2)[0], {2, 3},
               {1.5, 1.5, 1.5, 0, 1, 1.5});
+  // The attribute value saturates to an integer input's range (a C++ cast of 300 to u8 is
+  // undefined behaviour; the compiled form is checked against this by the sample below).
+  check_close(
+      run_op(OpKind::Pad, {iota<uint8_t>({2})}, {{"pads", Ints{1, 1}}, {"value", 300.0}})[0], {4},
+      {255, 0, 1, 255});
+  check_close(
+      run_op(OpKind::Pad, {iota<int32_t>({1})}, {{"pads", Ints{0, 1}}, {"value", -1e30}})[0], {2},
+      {0, -2147483648.0});
   const Attributes v2_edge{{"pads", Ints{2, 0}}, {"mode", std::string("edge")}};
   check_close(run_op(OpKind::Pad, {iota<float>({2}, 4)}, v2_edge)[0], {4}, {4, 4, 4, 5});
 }
@@ -235,4 +243,9 @@ SG_LOWERING_SAMPLE(Pad, edge_and_crop) {
 SG_LOWERING_SAMPLE(Pad, reflect_rows) {
   const ValueId x = s.input(DType::f32, {n + 2, 3});
   s.output(s.b.pad(x, s.b.ints({2, 0, 1, 0}), Attributes{{"mode", std::string("reflect")}}));
+}
+
+SG_LOWERING_SAMPLE(Pad, attribute_value_saturates) {
+  const ValueId x = s.input(DType::u8, {n, 2}, 0, 200);
+  s.output(s.b.node(OpKind::Pad, {x}, {{"pads", Ints{0, 1, 1, 0}}, {"value", 1e10}})[0]);
 }
