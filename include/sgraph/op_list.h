@@ -161,6 +161,7 @@
   SG_OP(NonMaxSuppression, non_max_suppression)        \
   SG_OP(Det, det)                                      \
   SG_OP(MaxUnpool, max_unpool)                         \
+  SG_OP(GridSample, grid_sample)                       \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(GRU, gru)                                      \

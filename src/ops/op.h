@@ -168,6 +168,20 @@ decltype(auto) visit_float(DType t, F&& f) {
   return f.template operator()<double>();
 }
 
+// The string attribute `name` (default: names[0]) as the enumerator at its index in `names`;
+// throws "unknown <op> <name> '<value>' (expected one of ...)" for any other value.
+template <class E, size_t N>
+E attr_choice(const Attributes& a, std::string_view op, const char* name,
+              const std::array<const char*, N>& names) {
+  const std::string v = a.get_string(name, names[0]);
+  for (size_t i = 0; i < N; ++i)
+    if (v == names[i]) return static_cast<E>(i);
+  detail::Message m;
+  m << "unknown " << op << " " << name << " '" << v << "' (expected one of";
+  for (const char* n : names) m << " " << n;
+  throw Error(m.str() + ")");
+}
+
 // Common type rules.
 void types_same_as_input0(TypeCtx& c);
 void types_float_same(TypeCtx& c);  // input 0 float; every output takes its dtype
