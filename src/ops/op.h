@@ -112,6 +112,10 @@ struct OpDef {
   // rule gives no such form. The ShapeTracker uses it (symbolic_dims).
   std::optional<SymShape> (*symbolic_shape)(const Graph& g, const Node& n,
                                             std::span<const SymShape* const> in) = nullptr;
+  // The ONNX domain the op belongs to: "" for the default one (ai.onnx), else e.g.
+  // "ai.onnx.preview.training". The importer accepts a node only from its op's domain; the
+  // exporter writes it there.
+  std::string_view domain = "";
 };
 
 const OpDef& op_def(OpKind op);
@@ -133,6 +137,12 @@ constexpr OpDef with_symbolic_shape(
     std::optional<SymShape> (*rule)(const Graph&, const Node&, std::span<const SymShape* const>),
     OpDef def) {
   def.symbolic_shape = rule;
+  return def;
+}
+
+// `def` in an ONNX domain other than the default one: with_domain("ai.onnx.preview.training", ...).
+constexpr OpDef with_domain(std::string_view domain, OpDef def) {
+  def.domain = domain;
   return def;
 }
 
