@@ -161,6 +161,11 @@
   SG_OP(NonMaxSuppression, non_max_suppression)        \
   SG_OP(Det, det)                                      \
   SG_OP(MaxUnpool, max_unpool)                         \
+  SG_OP(GridSample, grid_sample)                       \
+  /* optimizers of domain ai.onnx.preview.training */ \
+  SG_OP(Adagrad, adagrad)                              \
+  SG_OP(Adam, adam)                                    \
+  SG_OP(Momentum, momentum)                            \
   /* recurrent and control flow */                     \
   SG_OP(LSTM, lstm)                                    \
   SG_OP(GRU, gru)                                      \

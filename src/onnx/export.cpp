@@ -23,6 +23,7 @@
 #include <unordered_set>
 
 #include "onnx/tensor_proto.h"
+#include "ops/op.h"
 #include "sgraph/onnx.h"
 
 namespace sgraph {
@@ -152,6 +153,8 @@ class Exporter {
                      const std::vector<std::vector<int32_t>>& groups,
                      const std::vector<std::string>& fnames, NodeList& out);
   bool wrote_functions() const { return model_.functions_size() > 0; }
+  // The domains other than the default one that written nodes belong to.
+  const std::set<std::string>& domains() const { return domains_; }
 
  private:
   // A Constant node holding `t`, named "<node>/<what>" (made unique); returns the value's name.
@@ -163,6 +166,7 @@ class Exporter {
                        onnx::AttributeProto& a);
 
   int64_t opset_;
+  std::set<std::string> domains_;
   std::unordered_set<std::string> reserved_;  // every value name written or to be written
   onnx::ModelProto& model_;
   const OnnxSaveOptions& options_;
@@ -310,6 +314,10 @@ void Exporter::write_node(Scope& s, const Node& n, const std::string& name, Node
 
     onnx::NodeProto& np = *out.Add();
     np.set_op_type(op);
+    if (const std::string_view d = ops::op_def(n.op).domain; !d.empty()) {
+      np.set_domain(std::string(d));
+      domains_.emplace(d);
+    }
     np.set_name(name);
     for (const std::string& i : ins) np.add_input(i);
     for (ValueId v : n.outputs) np.add_output(s.names.at(v));
@@ -616,6 +624,18 @@ onnx::ModelProto export_model(const Graph& g, const OnnxSaveOptions& options) {
     auto* fd = m.add_opset_import();
     fd->set_domain(kFunctionDomain);
     fd->set_version(1);
+  }
+  // Nodes of other domains, at version 1 (the one sgraph knows of each); every function imports
+  // them too, as its body may hold such nodes.
+  for (const std::string& d : ex.domains()) {
+    auto* od = m.add_opset_import();
+    od->set_domain(d);
+    od->set_version(1);
+    for (onnx::FunctionProto& f : *m.mutable_functions()) {
+      auto* fo = f.add_opset_import();
+      fo->set_domain(d);
+      fo->set_version(1);
+    }
   }
 
   for (ValueId v : g.outputs) {

@@ -25,16 +25,19 @@
 #include "onnx/tensor_proto.h"
 #include "ops/infer.h"
 #include "ops/int_math.h"
+#include "ops/op.h"
 #include "sgraph/onnx.h"
 
 namespace sgraph {
 
 bool onnx_import::knows_op(std::string_view domain, std::string_view type) {
-  if (!domain.empty() && domain != "ai.onnx") return false;
+  if (domain == "ai.onnx") domain = "";
   // Converted by the importer itself (below) rather than mapped onto one op of the same name.
-  if (type == "Constant" || type == "Dropout" || type == "Upsample" || type == "Scatter")
+  if (domain.empty() &&
+      (type == "Constant" || type == "Dropout" || type == "Upsample" || type == "Scatter"))
     return true;
-  return op_from_name(type).has_value();
+  const std::optional<OpKind> op = op_from_name(type);
+  return op.has_value() && ops::op_def(*op).domain == domain;  // each op in its own domain only
 }
 
 namespace {
@@ -112,7 +115,9 @@ class Importer {
   void convert_if(const onnx::NodeProto& np, Scope& s, const std::string& name,
                   const std::vector<ValueId>& inputs, const std::vector<std::string>& outputs);
 
-  int64_t opset_;
+  int64_t opset_;  // of the default domain; -1 when the model does not import it
+  // The model's other imported domains and their versions (ai.onnx.preview.training: 1).
+  std::map<std::string, int64_t> domains_;
   DType made_half_ = DType::undefined;  // the node converted last makes f16/bf16 data in f32
   std::map<FunctionKey, const onnx::FunctionProto*> functions_;
   std::vector<const onnx::FunctionProto*>
@@ -120,6 +125,8 @@ class Importer {
 };
 
 Importer::Importer(int64_t opset, const onnx::ModelProto& model) : opset_(opset) {
+  for (const auto& o : model.opset_import())
+    if (!o.domain().empty() && o.domain() != "ai.onnx") domains_[o.domain()] = o.version();
   for (const onnx::FunctionProto& f : model.functions()) {
     const FunctionKey key{function_domain(f.domain()), f.name()};
     SG_CHECK(functions_.emplace(key, &f).second)
@@ -555,10 +562,19 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
   try {
     if (const auto f = functions_.find({function_domain(np.domain()), type}); f != functions_.end())
       return inline_call(np, *f->second, s, name);
-    SG_CHECK(np.domain().empty() || np.domain() == "ai.onnx")
-        << "unsupported op '" << type << "' from domain '" << np.domain() << "'";
-    SG_CHECK(onnx_import::knows_op(np.domain(), type))
-        << "unsupported op '" << type << "' (domain ai.onnx, opset " << opset_ << ")";
+    const std::string domain = function_domain(np.domain());  // "" for ai.onnx
+    if (domain.empty()) {
+      SG_CHECK(opset_ >= 1) << "the model does not import the default ONNX opset";
+      SG_CHECK(onnx_import::knows_op(domain, type))
+          << "unsupported op '" << type << "' (domain ai.onnx, opset " << opset_ << ")";
+    } else {  // (only ai.onnx.preview.training, at version 1, has ops sgraph knows)
+      SG_CHECK(onnx_import::knows_op(domain, type))
+          << "unsupported op '" << type << "' from domain '" << domain << "'";
+      const auto v = domains_.find(domain);
+      SG_CHECK(v != domains_.end()) << "the model does not import domain '" << domain << "'";
+      SG_CHECK(v->second == 1) << "the model imports domain '" << domain << "' at version "
+                               << v->second << "; sgraph knows its version 1 only";
+    }
     std::vector<ValueId> inputs;
     for (const std::string& in : np.input()) {
       if (in.empty()) {
@@ -688,12 +704,13 @@ Graph import_model(const onnx::ModelProto& model) {
   int64_t opset = -1;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  SG_CHECK(opset >= 0) << "the model does not import the default ONNX opset";
+  // (A model of other domains' ops only, e.g. the training optimizers', need not import it: its
+  // default-domain nodes are rejected as they are converted.)
   Graph g;
   Scope scope{g, nullptr, {}, {}, {}, {}, {}};
   Importer(opset, model).convert_graph(model.graph(), scope);
   for (const auto& p : model.metadata_props()) g.metadata[p.key()] = p.value();
-  g.metadata["onnx.opset"] = std::to_string(opset);
+  if (opset >= 0) g.metadata["onnx.opset"] = std::to_string(opset);
   if (!model.producer_name().empty())
     g.metadata["onnx.producer"] = model.producer_name() + " " + model.producer_version();
   g.infer_and_verify();

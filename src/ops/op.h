@@ -112,6 +112,10 @@ struct OpDef {
   // rule gives no such form. The ShapeTracker uses it (symbolic_dims).
   std::optional<SymShape> (*symbolic_shape)(const Graph& g, const Node& n,
                                             std::span<const SymShape* const> in) = nullptr;
+  // The ONNX domain the op belongs to: "" for the default one (ai.onnx), else e.g.
+  // "ai.onnx.preview.training". The importer accepts a node only from its op's domain; the
+  // exporter writes it there.
+  std::string_view domain = "";
 };
 
 const OpDef& op_def(OpKind op);
@@ -133,6 +137,12 @@ constexpr OpDef with_symbolic_shape(
     std::optional<SymShape> (*rule)(const Graph&, const Node&, std::span<const SymShape* const>),
     OpDef def) {
   def.symbolic_shape = rule;
+  return def;
+}
+
+// `def` in an ONNX domain other than the default one: with_domain("ai.onnx.preview.training", ...).
+constexpr OpDef with_domain(std::string_view domain, OpDef def) {
+  def.domain = domain;
   return def;
 }
 
@@ -166,6 +176,20 @@ decltype(auto) visit_float(DType t, F&& f) {
   if (t == DType::f32) return f.template operator()<float>();
   SG_ASSERT(t == DType::f64) << "float kernel called on " << dtype_name(t);
   return f.template operator()<double>();
+}
+
+// The string attribute `name` (default: names[0]) as the enumerator at its index in `names`;
+// throws "unknown <op> <name> '<value>' (expected one of ...)" for any other value.
+template <class E, size_t N>
+E attr_choice(const Attributes& a, std::string_view op, const char* name,
+              const std::array<const char*, N>& names) {
+  const std::string v = a.get_string(name, names[0]);
+  for (size_t i = 0; i < N; ++i)
+    if (v == names[i]) return static_cast<E>(i);
+  detail::Message m;
+  m << "unknown " << op << " " << name << " '" << v << "' (expected one of";
+  for (const char* n : names) m << " " << n;
+  throw Error(m.str() + ")");
 }
 
 // Common type rules.

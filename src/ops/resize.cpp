@@ -41,18 +41,6 @@ static_assert(kModes.size() == size_t(Mode::cubic) + 1 &&
               kRoundings.size() == size_t(Rounding::ceil) + 1 &&
               kPolicies.size() == size_t(Policy::not_smaller) + 1);
 
-// The string attribute `name` as the enumerator at its index in `names`.
-template <class E, size_t N>
-E choice(const Attributes& a, const char* name, const std::array<const char*, N>& names) {
-  const std::string v = a.get_string(name, names[0]);
-  for (size_t i = 0; i < N; ++i)
-    if (v == names[i]) return static_cast<E>(i);
-  detail::Message m;
-  m << "unknown Resize " << name << " '" << v << "' (expected one of";
-  for (const char* n : names) m << " " << n;
-  throw Error(m.str() + ")");
-}
-
 struct Options {
   Mode mode;
   Coord coord;
@@ -64,10 +52,10 @@ struct Options {
 
 Options options(const Attributes& a) {
   Options o;
-  o.mode = choice<Mode>(a, "mode", kModes);
-  o.coord = choice<Coord>(a, "coordinate_transformation_mode", kCoords);
-  o.rounding = choice<Rounding>(a, "nearest_mode", kRoundings);
-  o.policy = choice<Policy>(a, "keep_aspect_ratio_policy", kPolicies);
+  o.mode = attr_choice<Mode>(a, "Resize", "mode", kModes);
+  o.coord = attr_choice<Coord>(a, "Resize", "coordinate_transformation_mode", kCoords);
+  o.rounding = attr_choice<Rounding>(a, "Resize", "nearest_mode", kRoundings);
+  o.policy = attr_choice<Policy>(a, "Resize", "keep_aspect_ratio_policy", kPolicies);
   o.cubic_a = a.get_float("cubic_coeff_a", -0.75);
   o.extrapolation = a.get_float("extrapolation_value", 0.0);
   o.exclude_outside = a.get_int("exclude_outside", 0) != 0;
@@ -209,12 +197,8 @@ int64_t nearest_index(Rounding r, double x) {
 
 // The linear (triangle) or cubic (Keys, coefficient a) filter at distance d.
 double filter(const Options& o, double d) {
-  d = std::abs(d);
-  if (o.mode == Mode::linear) return std::max(0.0, 1.0 - d);
-  const double a = o.cubic_a;
-  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
-  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
-  return 0.0;
+  if (o.mode == Mode::linear) return std::max(0.0, 1.0 - std::abs(d));
+  return cubic_weight(o.cubic_a, d);
 }
 
 using AxisTable = ResizeTable;
@@ -411,6 +395,13 @@ void fill_outside(T* dst, const Shape& out, const std::vector<AxisTable>& t, T v
 }
 
 }  // namespace
+
+double cubic_weight(double a, double d) {
+  d = std::abs(d);
+  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  return 0.0;
+}
 
 ResizeMode resize_mode(const Attributes& a) {
   const Options o = options(a);

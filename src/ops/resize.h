@@ -33,6 +33,10 @@ struct ResizeParams {
   std::vector<ResizeTable> tables;  // one per input dim
 };
 
+// Keys' cubic convolution kernel with coefficient `a` (-0.75: PyTorch's bicubic, -0.5: Keys')
+// at distance `d` from the sample: the weight of a tap |d| < 2 away, else 0. GridSample shares it.
+double cubic_weight(double a, double d);
+
 // Resize's parameters for an input of shape `in` from its attributes and inputs roi, scales and
 // sizes (nullptr or empty when absent); throws sgraph::Error (no node context) when they are bad.
 ResizeParams resize_params(const Attributes& a, const Shape& in, const Tensor* roi,

@@ -56,7 +56,14 @@ constexpr const char* kTrainingDropout =
 constexpr const char* kTrainingBatchNorm =
     "training_mode=1 BatchNormalization (batch statistics, running-mean outputs) is not "
     "implemented: only the inference form";
+// (Checked by hand on data set 0: X1_new = 1 - 0.1 * 1.85005 / (sqrt(0.5747) + eps) is the
+// reference's 0.759136 with eps = 1e-2 and sgraph's 0.755959 with the default 1e-6.)
+constexpr const char* kAdamEpsilon =
+    "the model's Adam node has no epsilon attribute, but the reference outputs were made with "
+    "epsilon 1e-2 (ONNX's generator passes it to its reference only; onnx/onnx issue 7749): "
+    "sgraph uses the operator's default";
 const std::map<std::string, KnownFailure> kKnownFailures = {
+    {"test_adam_multiple", {false, kAdamEpsilon}},
     {"test_batchnorm_epsilon_training_mode", {false, kTrainingBatchNorm}},
     {"test_batchnorm_example_training_mode", {false, kTrainingBatchNorm}},
     {"test_training_dropout", {false, kTrainingDropout}},

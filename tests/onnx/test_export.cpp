@@ -619,3 +619,30 @@ TEST_CASE("ONNX export: every ONNX node test model sgraph loads round-trips to t
   CHECK(loaded > 500);
   CHECK(failures.empty());
 }
+
+TEST_CASE("ONNX export: ops of another domain keep it, and the model imports it") {
+  GraphBuilder b("momentum");
+  const ValueId r = b.input("r", DType::f32, {});
+  const ValueId t = b.input("t", DType::i64, {});
+  const ValueId x = b.input("x", DType::f32, {2});
+  const ValueId g = b.input("g", DType::f32, {2});
+  const ValueId v = b.input("v", DType::f32, {2});
+  const Attributes a{
+      {"alpha", 0.5}, {"beta", 0.25}, {"norm_coefficient", 0.0}, {"mode", std::string("nesterov")}};
+  for (ValueId o : b.node(OpKind::Momentum, {r, t, x, g, v}, a, 2, "step")) b.output(o);
+  const Graph graph = b.build();
+  const onnx::ModelProto m = exported(graph);
+  REQUIRE(m.graph().node_size() == 1);
+  CHECK(m.graph().node(0).domain() == "ai.onnx.preview.training");
+  int64_t version = 0;
+  for (const auto& o : m.opset_import())
+    if (o.domain() == "ai.onnx.preview.training") version = o.version();
+  CHECK(version == 1);
+  const Graph back = load_onnx_bytes(m.SerializeAsString(), "momentum.onnx");
+  check_same_nodes(graph, back);
+  const std::vector<Tensor> in{Tensor::scalar(0.1f), Tensor::scalar(int64_t{1}), f32({2}, {1, 2}),
+                               f32({2}, {2, 4}), f32({2}, {2, -2})};
+  Session s0(graph, SessionOptions{.interpret_only = true});
+  Session s1(back, SessionOptions{.interpret_only = true});
+  check_bitwise(s1.run(in), s0.run(in));
+}

@@ -556,3 +556,48 @@ TEST_CASE("ONNX import: bad initializers name the file and the initializer") {
     CHECK(contains(error_with(make_tensor("", f32({1}, {1}))), "test.onnx: "));
   }
 }
+
+TEST_CASE("ONNX import: the training optimizers come from domain ai.onnx.preview.training") {
+  const std::string kTraining = "ai.onnx.preview.training";
+  const auto in =
+      std::vector{value_info("r", kF32, {}), value_info("t", kI64, {}), value_info("x", kF32, {1}),
+                  value_info("g", kF32, {1}), value_info("h", kF32, {1})};
+  const std::vector attrs = {float_attr("epsilon", 0)};
+  auto adagrad = [&](const std::string& domain) {
+    return make_node("Adagrad", {"r", "t", "x", "g", "h"}, {"x_new", "h_new"}, attrs, "step",
+                     domain);
+  };
+  SUBCASE("a model importing that domain only") {
+    onnx::ModelProto m = make_model(13, {adagrad(kTraining)}, in, {"x_new", "h_new"});
+    m.mutable_opset_import(0)->set_domain(kTraining);
+    m.mutable_opset_import(0)->set_version(1);
+    // H_new = 0 + 3^2 = 9; X_new = 1 - 0.5 * 3 / 3.
+    const auto out = run_model(m, {Tensor::scalar(0.5f), Tensor::scalar(int64_t{0}), f32({1}, {1}),
+                                   f32({1}, {3}), f32({1}, {0})});
+    check_close(out[0], {1}, {0.5});
+    check_close(out[1], {1}, {9});
+  }
+  SUBCASE("not from the default domain") {
+    const std::string err = import_error(make_model(13, {adagrad("")}, in, {"x_new", "h_new"}));
+    CHECK(contains(err,
+                   "node 'step' (Adagrad): unsupported op 'Adagrad' (domain ai.onnx, opset 13)"));
+  }
+  SUBCASE("the domain must be imported, at version 1") {
+    CHECK(contains(import_error(make_model(13, {adagrad(kTraining)}, in, {"x_new", "h_new"})),
+                   "node 'step' (Adagrad): the model does not import domain "
+                   "'ai.onnx.preview.training'"));
+    onnx::ModelProto m = make_model(13, {adagrad(kTraining)}, in, {"x_new", "h_new"});
+    import_domain(m, kTraining, 2);
+    CHECK(contains(import_error(m),
+                   "the model imports domain 'ai.onnx.preview.training' at "
+                   "version 2; sgraph knows its version 1 only"));
+  }
+  SUBCASE("default-domain ops are not in it") {
+    onnx::ModelProto m =
+        make_model(13, {make_node("Relu", {"x"}, {"y"}, {}, "relu", kTraining)}, in, {"y"});
+    import_domain(m, kTraining, 1);
+    CHECK(contains(import_error(m),
+                   "node 'relu' (Relu): unsupported op 'Relu' from domain "
+                   "'ai.onnx.preview.training'"));
+  }
+}
