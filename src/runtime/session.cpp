@@ -47,15 +47,21 @@ class TimingObserver final : public OpObserver {
 };
 
 // While serving: notes the interpreted ops of one call whose shapes differ from the warm-up's
-// (`tracker`: the record the plan was made from), so a re-plan can mark them changed.
+// (`tracker`: the record the plan was made from), so a re-plan can mark them changed; `differs`
+// says whether any interpreted op's shapes (changed ops' too) differ from the last recorded run.
 class ServingShapes final : public OpObserver {
  public:
   explicit ServingShapes(const ShapeTracker& t) : tracker_(t) {}
   void on_op(const OpEvent& e) override {
-    if (tracker_.changed(e.node_index) || notes.count(e.node_index)) return;
-    if (auto what = tracker_.difference(e)) notes.emplace(e.node_index, std::move(*what));
+    const bool noted = tracker_.changed(e.node_index) || notes.count(e.node_index);
+    if (noted && differs) return;
+    if (auto what = tracker_.difference(e)) {
+      differs = true;
+      if (!noted) notes.emplace(e.node_index, std::move(*what));
+    }
   }
   std::map<int32_t, std::string> notes;
+  bool differs = false;
 
  private:
   const ShapeTracker& tracker_;
@@ -246,7 +252,10 @@ struct Session::Impl {
       std::unique_lock<std::mutex> lock(plan_mu, std::try_to_lock);
       if (lock.owns_lock()) compile_deferred(runs + 1);
     }
-    if (!replan_due(*p.exec)) return out;
+    // Only a call whose shapes differ from the recorded ones re-plans: it is observed as a
+    // warm-up run, and a call at the recorded shapes would add no symbol (the changed ops would
+    // then be left interpreted, with no guard left to miss and ask for another re-plan).
+    if (!shapes.differs || !replan_due(*p.exec)) return out;
     // One call re-plans; the others keep serving on the plan they have meanwhile.
     std::unique_lock<std::mutex> lock(plan_mu, std::try_to_lock);
     if (!lock.owns_lock()) return out;

@@ -113,6 +113,7 @@ TEST_CASE("Concurrency: 16 threads on one Session match the interpreter through 
   CHECK(r.kernel_calls > 0);
   bool dynamic = false;
   for (const RegionReport& reg : r.regions) dynamic |= reg.dynamic && reg.compiled;
+  INFO(r.to_text());
   CHECK(dynamic);
   CHECK(r.call_states >= 1);
   CHECK(r.call_states <= 16);
