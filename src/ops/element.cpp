@@ -1,6 +1,8 @@
 // ElementCtx's helpers for the ops' element emitters (see element.h).
 #include "ops/element.h"
 
+#include "ops/int_math.h"
+
 #include <llvm/IR/Module.h>
 
 #include <string>
@@ -33,11 +35,18 @@ llvm::Type* element_type(llvm::LLVMContext& ctx, DType t) {
 
 llvm::Type* ElementCtx::type(DType t) const { return element_type(b.getContext(), t); }
 
+llvm::Constant* constant_of(llvm::LLVMContext& ctx, DType t, double v) {
+  llvm::Type* type = element_type(ctx, t);
+  SG_ASSERT(type != nullptr) << "a constant of dtype " << dtype_name(t) << " in a kernel";
+  if (is_float(t)) return llvm::ConstantFP::get(type, v);
+  if (t == DType::boolean) return llvm::ConstantInt::getBool(ctx, v != 0);
+  const int64_t i =
+      visit_dtype(t, [&]<class T>() { return static_cast<int64_t>(from_double<T>(v)); });
+  return llvm::ConstantInt::get(type, static_cast<uint64_t>(i), true);
+}
+
 llvm::Constant* ElementCtx::constant(double v, DType t) const {
-  llvm::Type* ty = type(t);
-  if (ty->isFloatingPointTy()) return llvm::ConstantFP::get(ty, v);
-  const bool is_signed = t != DType::u8 && t != DType::boolean;
-  return llvm::ConstantInt::get(ty, static_cast<uint64_t>(static_cast<int64_t>(v)), is_signed);
+  return constant_of(b.getContext(), t, v);
 }
 
 llvm::Value* ElementCtx::math(std::string_view fn, Operands args) const {

@@ -30,6 +30,10 @@ using Operands = std::span<llvm::Value* const>;
 // The register type of dtype `t` (bool: i1; a byte in memory), nullptr for dtypes the JIT lacks.
 llvm::Type* element_type(llvm::LLVMContext& ctx, DType t);
 
+// `v` (an attribute's value) as a constant of dtype `t`, converted as the reference kernels convert
+// it (ops::from_double: saturated for an integer `t`, nonzero is true for bool).
+llvm::Constant* constant_of(llvm::LLVMContext& ctx, DType t, double v);
+
 struct ElementCtx {
   llvm::IRBuilderBase& b;
   const Node& node;

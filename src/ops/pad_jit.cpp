@@ -4,23 +4,12 @@
 // taking sizes that reach both pads).
 #include <algorithm>
 
-#include "ops/int_math.h"
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
-
-llvm::Value* constant_of(llvm::LLVMContext& ctx, DType t, double v) {
-  llvm::Type* type = element_type(ctx, t);
-  if (is_float(t)) return llvm::ConstantFP::get(type, v);
-  if (t == DType::boolean) return llvm::ConstantInt::getBool(ctx, v != 0);
-  // Saturated as the reference kernel converts it (int_math.h).
-  const int64_t i =
-      visit_dtype(t, [&]<class T>() { return static_cast<int64_t>(from_double<T>(v)); });
-  return llvm::ConstantInt::get(type, static_cast<uint64_t>(i), true);
-}
 
 std::string why_not_pad(const Graph& g, const Node& n) {
   if (std::string s = need_constant(g, n, 1, "pads"); !s.empty()) return s;
