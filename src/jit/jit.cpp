@@ -209,6 +209,12 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   for (llvm::GlobalVariable& gv : m.globals()) rename(gv);
   const size_t emitted = m.getInstructionCount();
   if (!j.dump_ir.empty()) dump_emitted(m, j.dump_ir, unique);
+  if (j.perf_map)  // each loop nest its own symbol in the profile: not inlined into the kernel
+    for (llvm::Function& f : m)
+      if (!f.isDeclaration() && f.hasLocalLinkage() && !f.getName().ends_with(".body")) {
+        f.removeFnAttr(llvm::Attribute::AlwaysInline);
+        f.addFnAttr(llvm::Attribute::NoInline);
+      }
   const auto optimising = Clock::now();
   optimise(m, *j.tm, j.vector_math.tlii);
   const double optimise_ms = ms_since(optimising);

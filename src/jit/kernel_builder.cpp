@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/debug.h"
 #include "jit/jit.h"
 #include "ops/element.h"
 #include "ops/op.h"
@@ -52,6 +53,14 @@ void KernelBuilder::build(const std::string& name) {
       mat_nodes.push_back(&graph.nodes[i]);
   for (const Node* n : mat_nodes)
     if (const ops::Lowering* l = ops::op_def(n->op).lowering; l->allocate) l->allocate(*this, *n);
+  for (ValueId v : shared_windows(mat_nodes)) {
+    const DType t = graph.values[v].dtype;
+    const LocalBuffer l = local_buffer(memory_type(ctx_, t), dims(v));
+    hold(v, l, [this, t](Value* x) {
+      return t == DType::boolean ? b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0)) : x;
+    });
+    shared_[producer_[v]] = v;
+  }
   allocate_heap();
   Value* table = b_.CreateAlloca(ptr, i64(static_cast<int64_t>(slots_.size())), "table");
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -65,6 +74,8 @@ void KernelBuilder::build(const std::string& name) {
   for (const Node* n : mat_nodes) {
     coalesced_.clear();
     ops::op_def(n->op).lowering->materialise(*this, *n);
+    if (auto it = shared_.find(static_cast<int32_t>(n - graph.nodes.data())); it != shared_.end())
+      fill_shared(it->second);
   }
   for (ValueId out : r_.outputs) {
     SG_ASSERT(producer_[out] >= 0)
@@ -72,6 +83,58 @@ void KernelBuilder::build(const std::string& name) {
     emit_output_nest(out);
   }
   b_.CreateRetVoid();
+}
+
+// The outputs of nodes made inline as windows (Lowering::made_inline) that more than one nest
+// reads: each nest would compute every tap again (a squeeze-excitation block reads its depthwise
+// conv's output in the pooling nest and again in the nest scaling it). A nest reads the values
+// its body computes: those it stores (a region output; a node's own nests, e.g. a reduction or a
+// copy, reading its inputs) and, through elements made inline, their operands, down to values
+// read from buffers.
+std::vector<ValueId> KernelBuilder::shared_windows(const std::vector<const Node*>& mat_nodes) {
+  const auto made_inline = [this](const Node& n) {
+    const ops::Lowering* l = ops::op_def(n.op).lowering;
+    return l && l->made_inline ? l->made_inline(*this, n) : ops::MadeInline::no;
+  };
+  std::vector<int> readers(graph.values.size(), 0), last(graph.values.size(), -1);
+  int nest = 0;
+  const auto reach = [&](std::vector<ValueId> todo) {
+    ++nest;
+    while (!todo.empty()) {
+      const ValueId u = todo.back();
+      todo.pop_back();
+      if (u == kNoValue || producer_[u] < 0 || held(u) || last[u] == nest) continue;
+      last[u] = nest;
+      ++readers[u];
+      const Node& n = graph.nodes[producer_[u]];
+      const ops::Lowering* l = ops::op_def(n.op).lowering;
+      if (l && l->materialise && made_inline(n) != ops::MadeInline::from_input) continue;
+      todo.insert(todo.end(), n.inputs.begin(), n.inputs.end());
+    }
+  };
+  for (ValueId o : r_.outputs) reach({o});
+  for (const Node* n : mat_nodes)
+    if (made_inline(*n) != ops::MadeInline::from_input) reach(n->inputs);
+  std::vector<ValueId> shared;
+  for (const Node* n : mat_nodes)
+    if (made_inline(*n) != ops::MadeInline::no && readers[n->outputs[0]] > 1) {
+      shared.push_back(n->outputs[0]);
+      SG_LOG(2) << name_ << ": " << node_str(*n) << "'s output, read by " << readers[n->outputs[0]]
+                << " nests, computed once into a buffer";
+    }
+  return shared;
+}
+
+// A shared window's nest: its elements, computed once, into the buffer it is held in.
+void KernelBuilder::fill_shared(ValueId v) {
+  const Held& h = held_.at(v);
+  const Node& n = graph.nodes[producer_[v]];
+  const SymShape s = dims(v);
+  loop_nest(s, /*parallel=*/true, [&](const Index& idx) {
+    Value* x = compute(n, idx);  // (not element(): that reads the buffer being filled)
+    if (graph.values[v].dtype == DType::boolean) x = b_.CreateZExt(x, h.buffer.type);
+    b_.CreateStore(x, at(h.buffer, offset_of(idx, s)));
+  });
 }
 
 int KernelBuilder::add_slot(llvm::Type* t, bool input, bool output) {

@@ -104,6 +104,8 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Function* make_nest(llvm::Function*& bfn);
   void emit_nest_entry(llvm::Function* nest, llvm::Function* bfn);
   void emit_output_nest(ValueId v);
+  std::vector<ValueId> shared_windows(const std::vector<const Node*>& mat_nodes);
+  void fill_shared(ValueId v);
   llvm::Value* compute(const Node& n, const Index& idx);
   llvm::Value* address(ValueId v, llvm::Value* off);
   llvm::Value* load(ValueId v, llvm::Value* off);
@@ -145,11 +147,12 @@ class KernelBuilder final : public ops::Emitter {
   int nests_ = 0;
   bool serial_ = false;                                      // set_serial
   std::map<std::pair<ValueId, Index>, llvm::Value*> cache_;  // elements made in the current nest
-  std::map<ValueId, Shape> coalesced_;               // shapes in the current loop nest, if merged
-  std::map<ValueId, Held> held_;                     // values computed whole into local buffers
-  std::map<const Node*, std::any> state_;            // lowerings' per-node plans
-  std::vector<std::pair<int, int64_t>> heap_parts_;  // large local buffers: slot, offset
-  int64_t heap_bytes_ = 0;                           // their block's size
+  std::map<ValueId, Shape> coalesced_;     // shapes in the current loop nest, if merged
+  std::map<ValueId, Held> held_;           // values computed whole into local buffers
+  std::map<int32_t, ValueId> shared_;      // per node: its output held for several nests to read
+  std::map<const Node*, std::any> state_;  // lowerings' per-node plans
+  std::vector<std::pair<int, int64_t>> heap_parts_;      // large local buffers: slot, offset
+  int64_t heap_bytes_ = 0;                               // their block's size
   std::vector<std::pair<int64_t, SymShape>> sym_parts_;  // symbolic-size ones (after them)
   std::vector<int> sym_part_slots_;                      // and their slots
   llvm::Value* heap_ = nullptr;                          // the block, the caller's scratch

@@ -151,6 +151,14 @@ class Emitter {
   }
 };
 
+// How the elements of a node with `materialise` are made in its consumers' loops
+// (Lowering::made_inline).
+enum class MadeInline {
+  no,           // read from a buffer its own nests fill, or cheap to make again
+  from_source,  // a window of taps over a copy of its input its own nests make
+  from_input,   // a window of taps over its input's elements, made there too
+};
+
 struct Lowering {
   // Why node n cannot join a region ("" when it can), from the graph's dtypes and constants.
   // Null: it can (for an elementwise op, when its element emitter handles the dtypes).
@@ -182,6 +190,10 @@ struct Lowering {
   // Its elements are loads from a product it computes (MatMul/Gemm): windows under it are
   // computed in that product's own nests.
   bool reads_product = false;
+  // For a node with `materialise`: how its consumers' loops make its elements, after allocate.
+  // Null: MadeInline::no. An output made inline (a direct window: costly to make again) that
+  // several nests read is computed once into a buffer they all read (KernelBuilder).
+  MadeInline (*made_inline)(Emitter& e, const Node& n) = nullptr;
 };
 
 // ---- helpers lowerings share (lowering.cpp) --------------------------------------------------

@@ -476,6 +476,13 @@ std::optional<std::vector<ValueId>> merge_window(Emitter& e, const Node& n) {
   return std::nullopt;
 }
 
+// A direct window's element is its taps, over the source copy or the input itself.
+MadeInline made_inline_window(Emitter& e, const Node& n) {
+  const WindowPlan& p = e.state_of<WindowPlan>(n);
+  if (p.gemm) return MadeInline::no;
+  return p.source.defined() ? MadeInline::from_source : MadeInline::from_input;
+}
+
 // The input's batch and spatial sizes may be symbols; the weights (and so the channels) are
 // static, and so is every window parameter. A symbolic size's geometry must be a rounded-down
 // division (see window_of); no window may hold padding only (MaxPool's lowest value would need
@@ -515,6 +522,7 @@ const Lowering kWindowLowering{.why_not = why_not_window,
                                .allocate = allocate_window,
                                .materialise = materialise_window,
                                .merge = merge_window,
-                               .per_channel = conv_bias};
+                               .per_channel = conv_bias,
+                               .made_inline = made_inline_window};
 
 }  // namespace sgraph::ops

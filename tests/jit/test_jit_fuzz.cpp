@@ -446,7 +446,7 @@ class GraphGen {
 
   // A CNN op on x seen as [N, C, spatial...]: BatchNormalization (rank >= 2), or on rank >= 3
   // GlobalAveragePool, Conv (groups, bias or not), MaxPool or AveragePool over windows of random
-  // kernel, pads, strides and dilations.
+  // kernel, pads, strides and dilations, the window sometimes scaled by a squeeze-excitation.
   Val cnn_op() {
     std::vector<Val> images;  // values of rank >= 3, preferred
     for (const Val& v : vals_)
@@ -474,6 +474,21 @@ class GraphGen {
       std::fill(t.begin() + 2, t.end(), 1);
       return made(b_.global_average_pool(x.id), t, x.bound, false);
     }
+    const Val y = window_op(x, kind);
+    if (chance(0.5)) return y;
+    // squeeze-excitation: y scaled by its pooled channels, so two nests read y
+    const ValueId scale = b_.sigmoid(b_.global_average_pool(y.id));
+    return made(b_.mul(y.id, scale), y.shape, y.bound, false);
+  }
+
+  // Conv (kind 2), MaxPool (3) or AveragePool (4) on x of rank >= 3.
+  Val window_op(const Val& x, int kind) {
+    const Shape& s = x.shape;
+    const int rank = static_cast<int>(s.size());
+    const int64_t c = s[1];
+    const auto constant = [&](const Shape& cs, float lo, float hi) {
+      return b_.constant("", test::random_f32(cs, static_cast<uint32_t>(rng_()), lo, hi));
+    };
     Ints kernel, strides, dilations, pads(2 * (rank - 2));
     Shape t = {s[0], c};
     for (int d = 0; d < rank - 2; ++d) {
