@@ -14,10 +14,11 @@
 
 namespace {
 
-// One batched GEMM, split into work items of (batch item, block of rows of C).
+// One batched GEMM, split into work items of (batch item, block of rows of C, part of C's
+// columns); columns are split only with a packed B.
 template <class T>
 struct GemmJob {
-  int64_t M, N, K, row_blocks, rows_per_block;
+  int64_t M, N, K, row_blocks, rows_per_block, col_parts;
   const T *a, *b;
   const int64_t *a_off, *b_off;
   bool ta, tb;
@@ -26,13 +27,15 @@ struct GemmJob {
   const sgraph::ops::PackedB* packed = nullptr;  // B, packed (then b and b_off are unused)
 
   void run(int64_t item) const {
+    const int64_t part = item % col_parts;
+    item /= col_parts;
     const int64_t i = item / row_blocks, r0 = (item % row_blocks) * rows_per_block;
     const int64_t rows = std::min(rows_per_block, M - r0);
     const T* ai = a + (a_off ? a_off[i] : 0) + (ta ? r0 : r0 * K);
     T* ci = c + i * M * N + r0 * N;
     if constexpr (std::is_same_v<T, float>) {
       if (packed) {
-        sgraph::ops::gemm_packed(rows, ai, ta, *packed, ci, alpha);
+        sgraph::ops::gemm_packed(rows, ai, ta, *packed, ci, alpha, 0, part, col_parts);
         return;
       }
     }
@@ -58,11 +61,18 @@ void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
   row_blocks = std::max<int64_t>(row_blocks, 1);
   const int64_t rows_per_block = (M + row_blocks - 1) / row_blocks;
   row_blocks = (M + rows_per_block - 1) / rows_per_block;
-  const GemmJob<T> job{M,     N,       K,       row_blocks, rows_per_block,        a,     b, a_off,
-                       b_off, ta != 0, tb != 0, c,          static_cast<T>(alpha), packed};
+  // Too few rows for the threads (a few tokens through a layer's weights): a packed B's columns
+  // are split instead, when the product is large enough to repay waking the threads.
+  int64_t col_parts = 1;
+  if constexpr (std::is_same_v<T, float>)
+    if (packed && threads > batch * row_blocks && M * N * K >= (int64_t{1} << 18))
+      col_parts = sgraph::ops::packed_parts(packed->view(), threads / (batch * row_blocks));
+  const GemmJob<T> job{
+      M,     N,       K,       row_blocks, rows_per_block,        col_parts, a, b, a_off,
+      b_off, ta != 0, tb != 0, c,          static_cast<T>(alpha), packed};
   if (M == 0 || N == 0 || batch == 0) return;
   sgraph_parallel_for(ctx, &GemmJob<T>::nest, reinterpret_cast<void* const*>(&job),
-                      batch * row_blocks);
+                      batch * row_blocks * col_parts);
 }
 
 // Runs a helper's body; what it throws is recorded for the kernel's caller, never let through the

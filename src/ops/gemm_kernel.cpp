@@ -142,7 +142,7 @@ PackedB::PackedB(GemmIsa isa, int64_t K, int64_t N, const float* b, bool trans_b
   p_.trans_b = trans_b;
   p_.K = K;
   p_.N = N;
-  k.blocking_f32(K, N, &p_.kc, &p_.mc, &p_.nc);
+  k.blocking_f32(K, N, &p_.kc, &p_.mc, &p_.nc, &p_.panel);
   int64_t at = 0;
   for (int64_t k0 = 0; k0 < K; k0 += p_.kc)
     for (int64_t n0 = 0; n0 < N; n0 += p_.mc) {
@@ -155,18 +155,57 @@ PackedB::PackedB(GemmIsa isa, int64_t K, int64_t N, const float* b, bool trans_b
   k.pack_f32(p_, b);
 }
 
+namespace {
+
+// The panels of a packed B's column blocks: block j holds ceil(width_j / panel) of them.
+int64_t packed_panels(const PackedGemmB& p) {
+  int64_t n = 0;
+  for (int64_t n0 = 0; n0 < p.N; n0 += p.mc)
+    n += (std::min(p.mc, p.N - n0) + p.panel - 1) / p.panel;
+  return n;
+}
+
+// The first column of panel u (counted over the blocks in order); p.N for the end.
+int64_t panel_column(const PackedGemmB& p, int64_t u) {
+  for (int64_t n0 = 0; n0 < p.N; n0 += p.mc) {
+    const int64_t in_block = (std::min(p.mc, p.N - n0) + p.panel - 1) / p.panel;
+    if (u < in_block) return n0 + u * p.panel;
+    u -= in_block;
+  }
+  return p.N;
+}
+
+}  // namespace
+
+int64_t packed_parts(const PackedGemmB& p, int64_t parts) {
+  return std::max<int64_t>(1, std::min(parts, packed_panels(p)));
+}
+
+std::pair<int64_t, int64_t> packed_columns(const PackedGemmB& p, int64_t part, int64_t parts) {
+  SG_ASSERT(parts >= 1 && part >= 0 && part < parts) << "part " << part << " of " << parts;
+  if (parts == 1) return {0, p.N};
+  const int64_t panels = packed_panels(p);
+  return {panel_column(p, part * panels / parts), panel_column(p, (part + 1) * panels / parts)};
+}
+
 void gemm_packed(int64_t M, const float* a, bool trans_a, const PackedB& b, float* c, float alpha,
-                 float beta) {
+                 float beta, int64_t part, int64_t parts) {
   const PackedGemmB& p = b.view();
   if (M == 0) return;
-  if (beta == 0)
-    std::fill(c, c + M * p.N, 0.0f);
-  else if (beta != 1)
-    for (int64_t i = 0; i < M * p.N; ++i) c[i] *= beta;
+  const auto [n0, n1] = packed_columns(p, part, parts);
+  if (n0 >= n1) return;
+  if (beta != 1)
+    for (int64_t i = 0; i < M; ++i) {
+      float* row = c + i * p.N;
+      if (beta == 0)
+        std::fill(row + n0, row + n1, 0.0f);
+      else
+        for (int64_t j = n0; j < n1; ++j) row[j] *= beta;
+    }
   thread_local std::vector<float> work;  // the packed rows of A, per thread
   if (work.size() < static_cast<size_t>(p.kc * p.nc + kAlign))
     work.resize(static_cast<size_t>(p.kc * p.nc + kAlign));
-  kernels_of(p.isa).packed_f32(M, a, trans_a, p, c, alpha, aligned(work));
+  kernels_of(p.isa).packed_f32(M, a, trans_a, p, c, alpha, aligned(work), n0, n1);
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*,

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace sgraph::ops {
@@ -61,6 +62,7 @@ struct PackedGemmB {
   bool trans_b = false;
   int64_t K = 0, N = 0;
   int64_t kc = 0, mc = 0, nc = 0;    // cache blocks along K, N, and M (rows of A packed at once)
+  int64_t panel = 1;                 // columns of B per panel of the kernel's (a block is panels)
   const int64_t* offsets = nullptr;  // per (K block, N block), K blocks outer: its panel in data
   float* data = nullptr;             // 64-byte aligned
 };
@@ -79,9 +81,15 @@ class PackedB {
 };
 
 // C = alpha * op(A) * B + beta * C for a packed B: op(A) is M x b.K, C is M x b.N (row-major, as
-// gemm). Runs the variant B was packed for.
+// gemm). Runs the variant B was packed for. With parts > 1, only C's columns of part `part`
+// (packed_columns): the parts of one product may run on different threads at once.
 void gemm_packed(int64_t M, const float* a, bool trans_a, const PackedB& b, float* c,
-                 float alpha = 1, float beta = 0);
+                 float alpha = 1, float beta = 0, int64_t part = 0, int64_t parts = 1);
+// The columns [first, second) of part `part` of `parts` (0 <= part < parts) of a packed B: B's
+// panels split as evenly as they go (a part may be empty when there are fewer panels than parts).
+std::pair<int64_t, int64_t> packed_columns(const PackedGemmB& p, int64_t part, int64_t parts);
+// How many non-empty parts a packed B's columns split into: at most `parts`, at most its panels.
+int64_t packed_parts(const PackedGemmB& p, int64_t parts);
 
 // One variant's kernels (gemm_eigen.inc), each with gemm<T>'s contract for M, N, K > 0.
 struct GemmKernels {
@@ -89,12 +97,13 @@ struct GemmKernels {
               float);
   void (*f64)(int64_t, int64_t, int64_t, const double*, bool, const double*, bool, double*, double,
               double);
-  // Packed B: its cache blocks; packing b at offsets and data already set; C += alpha * op(A) * B
-  // with `work` of kc * nc floats, 64-byte aligned.
-  void (*blocking_f32)(int64_t K, int64_t N, int64_t* kc, int64_t* mc, int64_t* nc);
+  // Packed B: its cache blocks and panel width; packing b at offsets and data already set;
+  // C += alpha * op(A) * B with `work` of kc * nc floats, 64-byte aligned.
+  void (*blocking_f32)(int64_t K, int64_t N, int64_t* kc, int64_t* mc, int64_t* nc, int64_t* panel);
   void (*pack_f32)(const PackedGemmB&, const float* b);
+  // Only C's columns [n_begin, n_end), each a panel boundary (packed_columns) or N.
   void (*packed_f32)(int64_t M, const float* a, bool trans_a, const PackedGemmB&, float* c,
-                     float alpha, float* work);
+                     float alpha, float* work, int64_t n_begin, int64_t n_end);
 };
 namespace gemm_base {
 extern const GemmKernels kernels;

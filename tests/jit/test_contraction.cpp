@@ -140,8 +140,19 @@ TEST_CASE("JIT MatMul/Gemm: a large f32 constant B is packed once per plan") {
     for (size_t i = 0; i < r.got.size(); ++i)
       test::check_tensors_close(r.got[i], r.want[i], 1e-4, 1e-5);
   };
-  for (int threads : {1, 2}) {
+  for (int threads : {1, 2, 3}) {
     CAPTURE(threads);
+    {  // 16 rows by [256, 1000] (and a transposed A): too few rows to split, so the threads split
+       // C's columns, B's panels (packed_columns), the last part partial
+      GraphBuilder b;
+      const ValueId x = b.input("x", DType::f32, {16, 256});
+      const ValueId w = b.constant("w", test::random_f32({256, 1000}, 17));
+      b.output(b.add(b.matmul(x, w), b.scalar(0.5f)));
+      const ValueId xt = b.transpose(b.input("xt", DType::f32, {256, 16}));
+      b.output(b.matmul(xt, w));
+      run(b.build(), {test::random_f32({16, 256}, 18), test::random_f32({256, 16}, 19)}, true,
+          threads);
+    }
     {  // batched x [2,3,40] by W [40,120] + bias, Relu: the batch items are one product
       GraphBuilder b;
       const ValueId x = b.input("x", DType::f32, {2, 3, 40});

@@ -71,23 +71,33 @@ void check_variant(GemmIsa isa, const Case& c, const Problem& p) {
                                      << (bad < y.size() ? p.want[bad] : 0.0));
 }
 
-// The same check through a B packed once for `isa` (f32 only).
-void check_packed(GemmIsa isa, const Case& c, const Problem& p) {
+// The same check through a B packed once for `isa` (f32 only), the product made whole or in
+// `parts` parts of C's columns (packed_columns: they tile [0, N) in order).
+void check_packed(GemmIsa isa, const Case& c, const Problem& p, int64_t parts = 1) {
   std::vector<float> a(p.a.begin(), p.a.end()), b(p.b.begin(), p.b.end());
   std::vector<float> y(p.c0.begin(), p.c0.end());
   const PackedB packed(isa, c.K, c.N, b.data(), c.tb);
   CHECK(packed.view().isa == isa);
   b.assign(b.size(), sgraph::test::kNaN);  // the product must read the packed copy only
-  gemm_packed(c.M, a.data(), c.ta, packed, y.data(), float(c.alpha), float(c.beta));
+  int64_t next = 0;
+  for (int64_t part = parts - 1; part >= 0; --part) {  // (last first: no part relies on order)
+    const auto [n0, n1] = packed_columns(packed.view(), parts - 1 - part, parts);
+    CHECK(n0 == next);
+    CHECK(n1 >= n0);
+    next = n1;
+    gemm_packed(c.M, a.data(), c.ta, packed, y.data(), float(c.alpha), float(c.beta), part, parts);
+  }
+  CHECK(next == c.N);
+  CHECK(packed_parts(packed.view(), parts) <= parts);
   const double tol = double(std::numeric_limits<float>::epsilon()) * double(c.K + 4);
   size_t bad = 0;
   while (bad < y.size() && std::abs(y[bad] - p.want[bad]) <= tol * p.mag[bad]) ++bad;
-  CHECK_MESSAGE(bad == y.size(), gemm_isa_name(isa)
-                                     << " packed M=" << c.M << " N=" << c.N << " K=" << c.K
-                                     << " trans_a=" << c.ta << " trans_b=" << c.tb
-                                     << " alpha=" << c.alpha << " beta=" << c.beta << ": element "
-                                     << bad << " is " << (bad < y.size() ? double(y[bad]) : 0.0)
-                                     << ", want " << (bad < y.size() ? p.want[bad] : 0.0));
+  CHECK_MESSAGE(bad == y.size(),
+                gemm_isa_name(isa) << " packed in " << parts << " parts, M=" << c.M << " N=" << c.N
+                                   << " K=" << c.K << " trans_a=" << c.ta << " trans_b=" << c.tb
+                                   << " alpha=" << c.alpha << " beta=" << c.beta << ": element "
+                                   << bad << " is " << (bad < y.size() ? double(y[bad]) : 0.0)
+                                   << ", want " << (bad < y.size() ? p.want[bad] : 0.0));
 }
 
 }  // namespace
@@ -108,7 +118,8 @@ TEST_CASE("GEMM: a packed B, on every variant the CPU runs, against a triple loo
       c.beta = n % 3 == 2 ? 0.5 : n % 3 == 1 ? 1.0 : 0.0;
       const Problem p = make_problem(c, rng);
       for (GemmIsa isa : kGemmIsas)
-        if (gemm_isa_supported(isa)) check_packed(isa, c, p);
+        if (gemm_isa_supported(isa))
+          for (int64_t parts : {1, 2, 3, 7}) check_packed(isa, c, p, parts);
     }
   const PackedB big(30, 40, std::vector<float>(1200, 1.0f).data(), false);
   CHECK(big.bytes() >= 1200 * 4);
