@@ -5,6 +5,7 @@
 
 #include "ir/debug.h"
 #include "jit/jit.h"
+#include "jit/parallel.h"
 #include "ops/element.h"
 #include "ops/op.h"
 
@@ -200,9 +201,15 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
   llvm::Type* i64t = b_.getInt64Ty();
   llvm::Function* bfn = nullptr;
   llvm::Function* nest = make_nest(bfn);
+  const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
+  emit_loops(
+      bfn, s.size(), [&](size_t d) { return s[d] == 1; }, [&](size_t d) { return i64(s[d]); },
+      outer, block, body, unroll);
+  emit_nest_entry(nest, bfn);
+  b_.restoreIP(in_kernel);
 
-  // In the kernel: run the nest, split over threads when allowed.
-  if (parallel && trip > 1 && !serial_) {
+  // In the kernel: run the nest, split over threads when allowed and worth a dispatch.
+  if (parallel && trip > 1 && !serial_ && worth_threads(numel(s), *bfn)) {
     llvm::FunctionCallee pfor =
         m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr, ptr, ptr, i64t);
     b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, i64(trip)});
@@ -210,13 +217,19 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
     nest->addFnAttr(llvm::Attribute::AlwaysInline);  // called once, here
     b_.CreateCall(nest, {table_, i64(0), i64(trip)});
   }
-  const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
+}
 
-  emit_loops(
-      bfn, s.size(), [&](size_t d) { return s[d] == 1; }, [&](size_t d) { return i64(s[d]); },
-      outer, block, body, unroll);
-  emit_nest_entry(nest, bfn);
-  b_.restoreIP(in_kernel);
+// Whether a static nest of `elements` runs of the body `bfn` repays a parallel dispatch (about
+// 1 us with the workers awake, 5-13 us once they sleep; see parallel.cpp): its work, counted as
+// the body's instructions as emitted (a call, to libm or a helper, as 30) per element, at least
+// parallel_work(). Below it the nest runs on the calling thread: a transformer layer at a few
+// tokens is dozens of nests of a few thousand elements, each done in a microsecond or two.
+bool KernelBuilder::worth_threads(int64_t elements, const llvm::Function& bfn) const {
+  if (parallel_work_ <= 0) return true;
+  int64_t cost = 0;
+  for (const llvm::BasicBlock& bb : bfn)
+    for (const llvm::Instruction& i : bb) cost += llvm::isa<llvm::CallInst>(i) ? 30 : 1;
+  return elements >= (parallel_work_ + cost - 1) / cost;
 }
 
 // The body of a nest over `rank` dims: one loop per dim not `unit` (innermost last), the

@@ -29,6 +29,7 @@
 
 #include "ir/region.h"
 #include "ir/sym_shape.h"
+#include "jit/parallel.h"
 #include "ops/lowering.h"
 #include "sgraph/graph.h"
 
@@ -102,6 +103,7 @@ class KernelBuilder final : public ops::Emitter {
                   const std::function<llvm::Value*(size_t)>& bound, size_t outer, int64_t block,
                   const Body& body, bool unroll);
   llvm::Function* make_nest(llvm::Function*& bfn);
+  bool worth_threads(int64_t elements, const llvm::Function& bfn) const;
   void emit_nest_entry(llvm::Function* nest, llvm::Function* bfn);
   void emit_output_nest(ValueId v);
   std::vector<ValueId> shared_windows(const std::vector<const Node*>& mat_nodes);
@@ -146,6 +148,7 @@ class KernelBuilder final : public ops::Emitter {
   std::vector<llvm::Value*> ptrs_;         // per slot, in the nest being built: its pointer
   int nests_ = 0;
   bool serial_ = false;                                      // set_serial
+  int64_t parallel_work_ = sgraph::parallel_work();          // see worth_threads
   std::map<std::pair<ValueId, Index>, llvm::Value*> cache_;  // elements made in the current nest
   std::map<ValueId, Shape> coalesced_;     // shapes in the current loop nest, if merged
   std::map<ValueId, Held> held_;           // values computed whole into local buffers

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -60,6 +61,15 @@ std::string duration(int64_t ns) {
 }
 
 }  // namespace
+
+int64_t parallel_work() {
+  constexpr int64_t kDefault = int64_t{1} << 19;
+  const char* env = std::getenv("SGRAPH_PARALLEL_WORK");
+  if (!env || !*env) return kDefault;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  return *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : kDefault;
+}
 
 int hardware_threads() { return std::max(1, tbb::info::default_concurrency()); }
 

@@ -15,6 +15,12 @@
 
 namespace sgraph {
 
+// The least work of a static loop nest that a multi-threaded kernel splits over its threads (the
+// nest's elements times its body's instructions as emitted, a call as 30; see KernelBuilder):
+// SGRAPH_PARALLEL_WORK, read when a kernel is built, or 2^19. The tests set 0, so that every
+// parallel nest of a multi-threaded kernel is split, however small.
+int64_t parallel_work();
+
 // What a region kernel's ctx argument points at. One per region plan; safe to use from several
 // threads at once.
 struct KernelContext {

@@ -8,12 +8,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <thread>
 #include <tuple>
 
+#include "jit/parallel.h"
 #include "jit/region_test_util.h"
 #include "ops/op.h"
 
@@ -290,6 +292,35 @@ TEST_CASE("JIT: a serial kernel calls its nests directly, inlined into one funct
       else
         CHECK(defines(ir) > 2);  // the kernel and its nests
     }
+}
+
+TEST_CASE("JIT: a small nest runs on the calling thread, a large one is split over the threads") {
+  // By default (SGRAPH_PARALLEL_WORK unset; the tests' main sets 0) a nest is split only when its
+  // elements times its body's instructions reach 2^19: x * 2 + 1 over 4,096 elements is not, over
+  // 1,048,576 it is. Both match the interpreter.
+  const char* before = std::getenv("SGRAPH_PARALLEL_WORK");
+  const std::string saved = before ? before : "";
+  unsetenv("SGRAPH_PARALLEL_WORK");
+  CHECK(parallel_work() == (int64_t{1} << 19));
+  for (int64_t n : {int64_t{4096}, int64_t{1} << 20}) {
+    INFO(n << " elements");
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {n});
+    b.output(b.add(b.mul(x, b.scalar(2.0f)), b.scalar(1.0f)));
+    std::unique_ptr<Jit> jit = Jit::create();
+    jit->keep_ir(true);
+    const RegionRun run = run_region(b.build(), {test::random_f32({n}, 1)}, *jit, 2);
+    test::check_tensors_close(run.got[0], run.want[0], 1e-6);
+    CHECK(test::contains(jit->last_ir(), "sgraph_parallel_for") == (n > 4096));
+  }
+  setenv("SGRAPH_PARALLEL_WORK", "1000", 1);
+  CHECK(parallel_work() == 1000);
+  setenv("SGRAPH_PARALLEL_WORK", "many", 1);  // not a number: the default
+  CHECK(parallel_work() == (int64_t{1} << 19));
+  if (before)
+    setenv("SGRAPH_PARALLEL_WORK", saved.c_str(), 1);
+  else
+    unsetenv("SGRAPH_PARALLEL_WORK");
 }
 
 TEST_CASE("JIT: the same code compiles once, under any name, and lives until its last handle") {
