@@ -54,11 +54,9 @@ class ServingShapes final : public OpObserver {
   explicit ServingShapes(const ShapeTracker& t) : tracker_(t) {}
   void on_op(const OpEvent& e) override {
     const bool noted = tracker_.changed(e.node_index) || notes.count(e.node_index);
-    if (noted && differs) return;
-    if (auto what = tracker_.difference(e)) {
-      differs = true;
-      if (!noted) notes.emplace(e.node_index, std::move(*what));
-    }
+    if ((noted && differs) || tracker_.same_as_recorded(e)) return;
+    differs = true;  // (the text only for a note: a changed op's shapes may differ every call)
+    if (!noted) notes.emplace(e.node_index, *tracker_.difference(e));
   }
   std::map<int32_t, std::string> notes;
   bool differs = false;

@@ -77,6 +77,8 @@ class ShapeTracker final : public OpObserver {
   // How `e`'s shapes differ from those recorded for its node (as in Change::what), or nullopt when
   // they are the same. For checking ops while serving, outside any run.
   std::optional<std::string> difference(const OpEvent& e) const;
+  // Whether `e`'s shapes are those recorded for its node: difference() without its text.
+  bool same_as_recorded(const OpEvent& e) const { return same_shapes(op(e.node_index), e); }
 
   struct SymbolicDims {
     std::vector<Symbol> symbols;
