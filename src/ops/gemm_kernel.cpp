@@ -157,20 +157,23 @@ PackedB::PackedB(GemmIsa isa, int64_t K, int64_t N, const float* b, bool trans_b
 
 namespace {
 
-// The panels of a packed B's column blocks: block j holds ceil(width_j / panel) of them.
+// The panels of a packed B's column block starting at column n0: ceil(its width / panel).
+int64_t block_panels(const PackedGemmB& p, int64_t n0) {
+  return (std::min(p.mc, p.N - n0) + p.panel - 1) / p.panel;
+}
+
+// The panels of all its column blocks.
 int64_t packed_panels(const PackedGemmB& p) {
   int64_t n = 0;
-  for (int64_t n0 = 0; n0 < p.N; n0 += p.mc)
-    n += (std::min(p.mc, p.N - n0) + p.panel - 1) / p.panel;
+  for (int64_t n0 = 0; n0 < p.N; n0 += p.mc) n += block_panels(p, n0);
   return n;
 }
 
 // The first column of panel u (counted over the blocks in order); p.N for the end.
 int64_t panel_column(const PackedGemmB& p, int64_t u) {
   for (int64_t n0 = 0; n0 < p.N; n0 += p.mc) {
-    const int64_t in_block = (std::min(p.mc, p.N - n0) + p.panel - 1) / p.panel;
-    if (u < in_block) return n0 + u * p.panel;
-    u -= in_block;
+    if (u < block_panels(p, n0)) return n0 + u * p.panel;
+    u -= block_panels(p, n0);
   }
   return p.N;
 }
