@@ -224,11 +224,21 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
 // the body's instructions as emitted (a call, to libm or a helper, as 30) per element, at least
 // parallel_work(). Below it the nest runs on the calling thread: a transformer layer at a few
 // tokens is dozens of nests of a few thousand elements, each done in a microsecond or two.
+namespace {
+
+// The work of a body as emitted: its instructions, a call (to libm or a helper) counting 30.
+int64_t emitted_cost(const llvm::Function& f) {
+  int64_t cost = 0;
+  for (const llvm::BasicBlock& bb : f)
+    for (const llvm::Instruction& i : bb) cost += llvm::isa<llvm::CallInst>(i) ? 30 : 1;
+  return cost;
+}
+
+}  // namespace
+
 bool KernelBuilder::worth_threads(int64_t elements, const llvm::Function& bfn) const {
   if (parallel_work_ <= 0) return true;
-  int64_t cost = 0;
-  for (const llvm::BasicBlock& bb : bfn)
-    for (const llvm::Instruction& i : bb) cost += llvm::isa<llvm::CallInst>(i) ? 30 : 1;
+  const int64_t cost = emitted_cost(bfn) + inner_cost_;
   return elements >= (parallel_work_ + cost - 1) / cost;
 }
 
@@ -277,6 +287,7 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, size_t rank,
     }
   }
   cache_.clear();  // elements of another nest do not exist in this one
+  inner_cost_ = 0;
   body(idx);
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
     Value* next = b_.CreateAdd(it->iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
@@ -321,7 +332,7 @@ void KernelBuilder::emit_nest_entry(llvm::Function* nest, llvm::Function* bfn) {
     llvm::AttrBuilder ab(ctx_);
     ab.addAttribute(llvm::Attribute::NoAlias).addAttribute(llvm::Attribute::NoCapture);
     if (slots_[i].input) ab.addAttribute(llvm::Attribute::ReadOnly);
-    if (slots_[i].output) ab.addAttribute(llvm::Attribute::WriteOnly);
+    if (slots_[i].output && !slots_[i].read_back) ab.addAttribute(llvm::Attribute::WriteOnly);
     param_attrs[i] = llvm::AttributeSet::get(ctx_, ab);
   }
   const llvm::AttributeList attrs = bfn->getAttributes();
@@ -334,6 +345,8 @@ void KernelBuilder::emit_nest_entry(llvm::Function* nest, llvm::Function* bfn) {
 }
 
 void KernelBuilder::emit_output_nest(ValueId v) {
+  if (auto it = held_.find(v); it != held_.end() && it->second.buffer.slot == slot_of_[v])
+    return;  // its node filled it (output_buffer)
   if (dynamic()) {
     const SymShape& s = sym_shape(v);
     sym_loop_nest(s, /*parallel=*/true,
@@ -507,6 +520,61 @@ void KernelBuilder::allocate_heap() {
 void KernelBuilder::hold(ValueId v, LocalBuffer l, Finish finish) {
   SG_ASSERT(producer_[v] >= 0) << "a region input cannot be held";
   held_[v] = {l, std::move(finish)};
+}
+
+LocalBuffer KernelBuilder::output_buffer(ValueId v) {
+  SG_ASSERT(!table_) << "an output buffer asked for after the kernel's buffers were placed";
+  const int slot = slot_of_[v];
+  if (slot < 0 || !slots_[slot].output) return {};
+  slots_[slot].read_back = true;  // (not write-only in the nests)
+  slots_[slot].stream = false;    // (read back: kept in the caches)
+  return {slot, slots_[slot].type};
+}
+
+// The loop of an inner_loop, in the nest body being built: guarded by trip > 0, its induction
+// variable and carried values as phis, its exit's values as phis of the entry and the latch. Its
+// work counts toward the nest's (worth_threads): the instructions emitted in it, times the trip
+// count when constant (else taken as 64).
+std::vector<Value*> KernelBuilder::inner_loop(Value* trip, const std::vector<Value*>& init,
+                                              const InnerBody& body) {
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  const int64_t cost_before = emitted_cost(*f);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "inner", f);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "inner.end", f);
+  b_.CreateCondBr(b_.CreateICmpSGT(trip, i64(0)), loop, exit);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "j");
+  j->addIncoming(i64(0), pre);
+  std::vector<Value*> carried;
+  for (Value* v : init) {
+    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(v, pre);
+    carried.push_back(phi);
+  }
+  const auto outer_elements = cache_;  // elements made in the loop stay in it
+  const std::vector<Value*> next = body(j, carried);
+  cache_ = outer_elements;
+  SG_ASSERT(next.size() == init.size()) << "an inner loop's body returned " << next.size()
+                                        << " values for " << init.size() << " carried";
+  Value* j1 = b_.CreateAdd(j, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  j->addIncoming(j1, latch);
+  for (size_t k = 0; k < next.size(); ++k)
+    llvm::cast<llvm::PHINode>(carried[k])->addIncoming(next[k], latch);
+  b_.CreateCondBr(b_.CreateICmpSLT(j1, trip), loop, exit);
+  b_.SetInsertPoint(exit);
+  std::vector<Value*> out;
+  for (size_t k = 0; k < next.size(); ++k) {
+    llvm::PHINode* phi = b_.CreatePHI(init[k]->getType(), 2);
+    phi->addIncoming(init[k], pre);
+    phi->addIncoming(next[k], latch);
+    out.push_back(phi);
+  }
+  const auto* c = llvm::dyn_cast<llvm::ConstantInt>(trip);
+  const int64_t times = c ? std::max<int64_t>(c->getSExtValue(), 1) : 64;
+  inner_cost_ += (emitted_cost(*f) - cost_before) * (times - 1);
+  return out;
 }
 
 // sgraph_gemm_f32/f64 over call.a_off.size() batch items (offsets in elements; all 0: none

@@ -70,6 +70,9 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Value* frame_pointer(ValueId v) override;
   void hold(ValueId v, LocalBuffer l, Finish finish) override;
   bool held(ValueId v) const override { return held_.count(v) > 0; }
+  LocalBuffer output_buffer(ValueId v) override;
+  std::vector<llvm::Value*> inner_loop(llvm::Value* trip, const std::vector<llvm::Value*>& init,
+                                       const InnerBody& body) override;
   void loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll = true) override;
   void call_gemm(const ops::GemmCall& call) override;
   llvm::Value* i64_array(const Ints& values) override;
@@ -88,7 +91,8 @@ class KernelBuilder final : public ops::Emitter {
   struct Slot {
     llvm::Type* type = nullptr;  // element type in memory
     bool input = false, output = false;
-    bool stream = false;  // a region output of at least kStreamBytes: stored non-temporally
+    bool stream = false;     // a region output of at least kStreamBytes: stored non-temporally
+    bool read_back = false;  // a region output its node fills and reads (output_buffer)
   };
   struct Held {
     LocalBuffer buffer;
@@ -147,7 +151,8 @@ class KernelBuilder final : public ops::Emitter {
   std::vector<llvm::Value*> kernel_ptrs_;  // per slot, in the kernel: every pointer
   std::vector<llvm::Value*> ptrs_;         // per slot, in the nest being built: its pointer
   int nests_ = 0;
-  bool serial_ = false;                                      // set_serial
+  int64_t inner_cost_ = 0;  // the current nest's inner loops' work per element (see inner_loop)
+  bool serial_ = false;     // set_serial
   int64_t parallel_work_ = sgraph::parallel_work();          // see worth_threads
   std::map<std::pair<ValueId, Index>, llvm::Value*> cache_;  // elements made in the current nest
   std::map<ValueId, Shape> coalesced_;     // shapes in the current loop nest, if merged

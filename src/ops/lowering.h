@@ -114,12 +114,26 @@ class Emitter {
   // into l (a reduction's accumulators). Only while allocating.
   virtual void hold(ValueId v, LocalBuffer l, Finish finish) = 0;
   virtual bool held(ValueId v) const = 0;
+  // v's own region-output buffer as a buffer its node fills whole, reads back as it likes and
+  // holds v in (hold(v, l, ...)): no output nest then copies v. Undefined (slot < 0) when v is
+  // not a region output. Only while allocating.
+  virtual LocalBuffer output_buffer(ValueId v) = 0;
 
   // ---- code
   // A loop nest over `s`, body(idx) at the innermost level. `parallel`: iterations of the
   // outermost loop write disjoint memory (it may be split over threads). `unroll` false: LLVM may
   // not unroll the loops around the innermost.
   virtual void loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll = true) = 0;
+  // A loop over j = 0 .. trip-1 (an i64; none when trip <= 0) inside a nest's body, carrying
+  // values: body(j, carried) returns the next ones (of the same types); returns their values
+  // after the loop (`init` when it ran no iteration). Elements made inside the loop are not
+  // reused after it. Several such loops over one row, while it is in the L1 cache, make a row
+  // statistic and then the row's outputs (Softmax).
+  using InnerBody =
+      std::function<std::vector<llvm::Value*>(llvm::Value* j, const std::vector<llvm::Value*>&)>;
+  virtual std::vector<llvm::Value*> inner_loop(llvm::Value* trip,
+                                               const std::vector<llvm::Value*>& init,
+                                               const InnerBody& body) = 0;
   virtual void call_gemm(const GemmCall& call) = 0;
   // Constant global arrays (tables indexed at run time).
   virtual llvm::Value* i64_array(const Ints& values) = 0;

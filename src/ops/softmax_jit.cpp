@@ -1,16 +1,34 @@
-// The lowering of Softmax and LogSoftmax: two nests materialise the row max and the row sum of
-// exp(x - max) into kernel-local buffers; the element is then exp(x - max) / sum, or
-// (x - max) - log(sum), generated in its consumers' nests.
+// The lowering of Softmax and LogSoftmax, two ways.
+// - Over the innermost axis (every dim after it 1), row by row: one nest over the rows, and in it
+//   three loops over the row while it stays in the L1 cache: its max; exp(x - max) (Softmax) or
+//   x - max (LogSoftmax) stored to the output and the sum of exp added up; then the stored row
+//   times 1 / sum, or less log(sum). The input is read from memory once and exp computed once per
+//   element; the output is written into the region's output buffer when it is one (no copy), else
+//   into a local buffer its consumers read.
+// - Over another axis: two nests materialise the row max and the row sum of exp(x - max) into
+//   kernel-local buffers; the element is then exp(x - max) / sum, or (x - max) - log(sum),
+//   generated in its consumers' nests.
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 #include "ops/row_stats.h"
 
 namespace sgraph::ops {
 namespace {
 
 struct SoftmaxPlan {
-  LocalBuffer max, sum;  // per row
+  LocalBuffer max, sum;  // per row (another axis than the innermost)
+  LocalBuffer out;       // the output, made row by row (the innermost axis)
 };
+
+// Whether the rows are innermost: every dim after the axis is a static 1.
+bool rows_innermost(Emitter& e, const Node& n) {
+  const SymShape in = e.dims(n.inputs[0]);
+  const auto axis = static_cast<size_t>(op_axis(n, in.size()));
+  for (size_t d = axis + 1; d < in.size(); ++d)
+    if (!in[d].is_one()) return false;
+  return true;
+}
 
 std::string why_not_softmax(const Graph& g, const Node& n) {
   const DType in = g.values[n.inputs[0]].dtype;
@@ -23,9 +41,17 @@ std::string why_not_dynamic_softmax(const Graph&, const Node&, const std::vector
 }
 
 void allocate_softmax(Emitter& e, const Node& n) {
-  const SymShape rs = row_shape(e, n, /*through_last=*/false);
   llvm::Type* t = element_type(e.context(), e.dtype(n.inputs[0]));
-  e.state(n) = SoftmaxPlan{e.local_buffer(t, rs), e.local_buffer(e.b.getDoubleTy(), rs)};
+  if (rows_innermost(e, n)) {
+    const ValueId y = n.outputs[0];
+    LocalBuffer out = e.output_buffer(y);
+    if (!out.defined()) out = e.local_buffer(t, e.dims(y));
+    e.hold(y, out, [](llvm::Value* x) { return x; });
+    e.state(n) = SoftmaxPlan{{}, {}, out};
+    return;
+  }
+  const SymShape rs = row_shape(e, n, /*through_last=*/false);
+  e.state(n) = SoftmaxPlan{e.local_buffer(t, rs), e.local_buffer(e.b.getDoubleTy(), rs), {}};
 }
 
 // x - max, raised to the smallest argument whose exp is a normal number (it is <= 0): below it
@@ -38,12 +64,58 @@ llvm::Value* exp_arg(llvm::IRBuilderBase& b, llvm::Value* d) {
   return b.CreateSelect(b.CreateFCmpOLT(d, lo), lo, d);
 }
 
-void materialise_softmax(Emitter& e, const Node& n) {
+// The row-by-row form (see the top of the file).
+void materialise_rows(Emitter& e, const Node& n, const LocalBuffer& out) {
   const ValueId x = n.inputs[0];
   const DType t = e.dtype(x);
   const SymShape in = e.dims(x);
   const SymShape rs = row_shape(e, n, false);
-  const auto& [mx, sum] = e.state_of<SoftmaxPlan>(n);
+  const auto axis = static_cast<size_t>(op_axis(n, in.size()));
+  llvm::IRBuilderBase& b = e.b;
+  const std::vector<DType> dts = {t};
+  ElementCtx c{b, n, dts, t};
+  llvm::Type* et = out.type;
+  llvm::Type* f64 = b.getDoubleTy();
+  e.loop_nest(rs, /*parallel=*/true, [&](const Index& ri) {
+    llvm::Value* len = e.dim(in[axis]);
+    const auto at = [&](llvm::Value* j) {
+      Index ii = ri;
+      ii[axis] = j;
+      return ii;
+    };
+    llvm::Value* row = e.offset_of(ri, in);  // (its element 0; the row is contiguous)
+    const auto out_at = [&](llvm::Value* j) {
+      return e.at(out, b.CreateAdd(row, j, "", /*HasNUW=*/true, /*HasNSW=*/true));
+    };
+    llvm::Value* m = e.inner_loop(len, {lowest(t, et)}, [&](llvm::Value* j, const auto& acc) {
+      return std::vector<llvm::Value*>{max_of(b, acc[0], e.element(x, at(j)), t)};
+    })[0];
+    const bool log = n.op == OpKind::LogSoftmax;
+    llvm::Value* sum =
+        e.inner_loop(len, {llvm::ConstantFP::get(f64, 0.0)}, [&](llvm::Value* j, const auto& acc) {
+          llvm::Value* d = b.CreateFSub(e.element(x, at(j)), m);
+          llvm::Value* ex = c.math("exp", exp_arg(b, d));
+          b.CreateStore(log ? d : ex, out_at(j));
+          return std::vector<llvm::Value*>{reassoc_fadd(b, acc[0], b.CreateFPCast(ex, f64))};
+        })[0];
+    llvm::Value* k = log ? b.CreateFPCast(c.math("log", sum), et)
+                         : b.CreateFPCast(b.CreateFDiv(llvm::ConstantFP::get(f64, 1.0), sum), et);
+    e.inner_loop(len, {}, [&](llvm::Value* j, const auto&) {
+      llvm::Value* p = out_at(j);
+      llvm::Value* y = b.CreateLoad(et, p);
+      b.CreateStore(log ? b.CreateFSub(y, k) : b.CreateFMul(y, k), p);
+      return std::vector<llvm::Value*>{};
+    });
+  });
+}
+
+void materialise_softmax(Emitter& e, const Node& n) {
+  const auto& [mx, sum, out] = e.state_of<SoftmaxPlan>(n);
+  if (out.defined()) return materialise_rows(e, n, out);
+  const ValueId x = n.inputs[0];
+  const DType t = e.dtype(x);
+  const SymShape in = e.dims(x);
+  const SymShape rs = row_shape(e, n, false);
   llvm::IRBuilderBase& b = e.b;
   std::vector<bool> collapsed(rs.size());
   for (size_t d = 0; d < rs.size(); ++d) collapsed[d] = rs[d].is_one();
@@ -75,7 +147,7 @@ llvm::Value* generate_softmax(Emitter& e, const Node& n, const Index& idx) {
   const ValueId x = n.inputs[0];
   const DType t = e.dtype(x);
   const SymShape rs = row_shape(e, n, false);
-  const auto& [mx, sum] = e.state_of<SoftmaxPlan>(n);
+  const auto& [mx, sum, out] = e.state_of<SoftmaxPlan>(n);
   llvm::IRBuilderBase& b = e.b;
   llvm::Value* off = row_offset(e, idx, rs);
   llvm::Value* m = b.CreateLoad(mx.type, e.at(mx, off));

@@ -142,6 +142,27 @@ TEST_CASE("dynamic region: contractions, rows and views over a symbolic length")
   }
 }
 
+TEST_CASE("dynamic region: Softmax and LogSoftmax over a symbolic row, as region outputs") {
+  // Each fills its region output row by row and reads it back; the sum of both reads them too.
+  GraphBuilder b("rows");
+  const ValueId x = b.input("x", DType::f32, {3, Dim("n")});
+  const ValueId sm = b.softmax(x), ls = b.log_softmax(x);
+  b.output(sm, "sm");
+  b.output(ls, "ls");
+  b.output(b.add(sm, ls), "sum");
+  const Graph g = b.build();
+  const auto feed = [](int64_t n) {
+    return std::vector<Tensor>{random_f32({3, n}, static_cast<uint32_t>(n), -4, 4)};
+  };
+  Dynamic d(g, {feed(3), feed(5)});
+  REQUIRE_MESSAGE(compiled(d.c), d.c.why_not);
+  for (int64_t n : kValues) {
+    CAPTURE(n);
+    CHECK(d.run_and_check(feed(n), 1, 1e-5, 1e-6));
+    CHECK(d.run_and_check(feed(n), /*threads=*/2, 1e-5, 1e-6));
+  }
+}
+
 TEST_CASE("dynamic region: a MatMul over a symbolic batch shared by A and B") {
   // a [n,4,6] x b [n,6,5]: the items' offsets are filled at run time.
   GraphBuilder gb("bmm");

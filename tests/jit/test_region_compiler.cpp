@@ -215,7 +215,8 @@ TEST_CASE("JIT: SGRAPH_PERF_MAP=1 names the kernel and its nests in /tmp/perf-<p
   unsetenv("SGRAPH_PERF_MAP");
   GraphBuilder b;
   const ValueId x = b.input("x", DType::f32, {64, 64});
-  b.output(b.softmax(b.mul(x, b.scalar(2.0f))));  // several nests
+  // (over axis 0: the row max, the row sum and the output, each a nest)
+  b.output(b.softmax(b.mul(x, b.scalar(2.0f)), Attributes{{"axis", int64_t{0}}}));
   const Tensor tx = test::random_f32({64, 64}, 1);
   const RegionRun run = run_region(b.build(), {tx}, *jit);
   test::check_tensors_close(run.got[0], run.want[0]);
@@ -510,6 +511,38 @@ TEST_CASE("JIT: Softmax and LogSoftmax on the last and a middle axis") {
   b.output(b.add(b.softmax(x, Attributes{{"axis", int64_t{0}}}),
                  b.log_softmax(x, Attributes{{"axis", int64_t{1}}})));
   check_region(b.build(), {random_of(DType::f64, {3, 9}, 40, -4, 4)}, 1e-4, 1e-5);
+}
+
+TEST_CASE("JIT: Softmax row by row: output buffers, consumers, empty rows, special values") {
+  // Over the innermost axis the row's max, exp and sum are made in one nest, into the region's
+  // output buffer when the Softmax is a region output (read back there), else a local one.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  Tensor special = test::random_f32({6, 9}, 5, -3, 3);
+  float* p = special.data<float>();
+  p[0 * 9 + 2] = nan;                                                     // a NaN row
+  p[1 * 9 + 4] = inf;                                                     // +inf in a row
+  for (int j = 0; j < 9; ++j) p[2 * 9 + j] = -inf;                        // a fully masked row
+  for (int j = 0; j < 9; j += 2) p[3 * 9 + j] = -1e9f;                    // masked scores
+  for (int j = 0; j < 9; ++j) p[4 * 9 + j] = static_cast<float>(j) * 30;  // exp underflows
+  for (OpKind op : {OpKind::Softmax, OpKind::LogSoftmax})
+    for (int threads : {1, 3}) {
+      INFO(op_name(op) << ", threads " << threads);
+      {  // the region's output and, read back from it, a consumer's operand
+        GraphBuilder b;
+        const ValueId sm = b.node(op, {b.input("x", DType::f32, {6, 9})}).front();
+        b.output(sm);
+        b.output(b.mul(sm, b.add(sm, b.scalar(1.0f))));
+        check_region(b.build(), {special}, 1e-5, 1e-6, threads);
+      }
+      for (const Shape& s : {Shape{5, 0}, Shape{0, 4}, Shape{3, 8, 1}, Shape{2, 1, 300}}) {
+        INFO(shape_str(s));
+        GraphBuilder b;  // empty rows or no rows; trailing unit dims; a unit middle dim
+        const int64_t axis = s.size() == 3 && s[2] == 1 ? 1 : -1;
+        const ValueId x = b.input("x", DType::f32, to_dims(s));
+        b.output(b.node(op, {b.exp(x)}, {{"axis", axis}}).front());
+        check_region(b.build(), {test::random_f32(s, 9, -2, 2)}, 1e-5, 1e-6, threads);
+      }
+    }
 }
 
 TEST_CASE("JIT: a reduction made from a reduction, and a reduction as a region output") {
