@@ -360,13 +360,21 @@ void KernelBuilder::emit_output_nest(ValueId v) {
   coalesced_.clear();
 }
 
+namespace {
+
+Value* finished(const auto& held, Value* loaded) {
+  return held.finish ? held.finish(loaded) : loaded;
+}
+
+}  // namespace
+
 Value* KernelBuilder::element(ValueId v, const Index& idx) {
   auto key = std::make_pair(v, idx);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   Value* x = nullptr;
   if (auto it = held_.find(v); it != held_.end())
-    x = it->second.finish(
-        b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, value_offset(idx, v))));
+    x = finished(it->second, b_.CreateLoad(it->second.buffer.type,
+                                           at(it->second.buffer, value_offset(idx, v))));
   else if (producer_[v] < 0)
     x = load(v, value_offset(idx, v));
   else
@@ -378,7 +386,7 @@ Value* KernelBuilder::element(ValueId v, const Index& idx) {
 Value* KernelBuilder::element_at_offset(ValueId v, Value* off) {
   if (producer_[v] < 0) return load(v, off);
   if (auto it = held_.find(v); it != held_.end())
-    return it->second.finish(b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, off)));
+    return finished(it->second, b_.CreateLoad(it->second.buffer.type, at(it->second.buffer, off)));
   if (dynamic()) return sym_element_at_offset(v, off);
   const Shape& s = shape(v);
   Index idx(s.size(), i64(0));

@@ -70,6 +70,10 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Value* frame_pointer(ValueId v) override;
   void hold(ValueId v, LocalBuffer l, Finish finish) override;
   bool held(ValueId v) const override { return held_.count(v) > 0; }
+  LocalBuffer plain_held(ValueId v) const override {
+    const auto it = held_.find(v);
+    return it != held_.end() && !it->second.finish ? it->second.buffer : LocalBuffer{};
+  }
   LocalBuffer output_buffer(ValueId v) override;
   std::vector<llvm::Value*> inner_loop(llvm::Value* trip, const std::vector<llvm::Value*>& init,
                                        const InnerBody& body) override;

@@ -111,9 +111,13 @@ class Emitter {
   virtual llvm::Value* frame_pointer(const LocalBuffer& l) = 0;
   virtual llvm::Value* frame_pointer(ValueId v) = 0;
   // From now on, v's element at row-major offset o is finish(load of l at o): v is computed whole
-  // into l (a reduction's accumulators). Only while allocating.
+  // into l (a reduction's accumulators); a null finish: l holds v's elements as they are. Only
+  // while allocating.
   virtual void hold(ValueId v, LocalBuffer l, Finish finish) = 0;
   virtual bool held(ValueId v) const = 0;
+  // The buffer holding v's elements as they are (held with a null finish), for a node reading it
+  // whole (a GEMM operand); undefined otherwise.
+  virtual LocalBuffer plain_held(ValueId v) const = 0;
   // v's own region-output buffer as a buffer its node fills whole, reads back as it likes and
   // holds v in (hold(v, l, ...)): no output nest then copies v. Undefined (slot < 0) when v is
   // not a region output. Only while allocating.

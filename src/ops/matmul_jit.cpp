@@ -31,7 +31,8 @@ struct Contraction {  // batch items of op(A)[M,K] x op(B)[K,N]
 struct Operand {
   ValueId value = kNoValue;  // the buffer's value (a region input, or the operand itself)
   bool trans = false;
-  LocalBuffer local;  // when the operand is computed in the region: the buffer its nest fills
+  LocalBuffer local;    // when the operand is computed in the region: the buffer its nest fills
+  bool filled = false;  // local is the buffer its producer holds it in, filled by that producer
 };
 
 struct ContractionPlan {
@@ -181,6 +182,11 @@ Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans, bool trans
     }
   }
   if (!e.producer(o.value)) return o;
+  if (const LocalBuffer h = e.plain_held(v); h.defined() && e.dtype(v) != DType::boolean) {
+    o.local = h;  // (a Softmax made row by row)
+    o.filled = true;
+    return o;
+  }
   o.local = e.local_buffer(memory_type(e.context(), e.dtype(v)), e.dims(v));
   return o;
 }
@@ -247,7 +253,7 @@ bool packs_b(const Graph& g, DType t, const Operand& b, const Contraction& c) {
 void materialise_contraction(Emitter& e, const Node& n) {
   ContractionPlan& p = e.state_of<ContractionPlan>(n);
   for (Operand* o : {&p.a, &p.b}) {
-    if (!o->local.defined()) continue;
+    if (!o->local.defined() || o->filled) continue;
     // Through views (a Flatten before a Gemm) the buffer is filled in the order of the values
     // they view, which have the same row-major offsets: the nest loops over the viewed value's
     // own dims, not over the view's, whose index it would have to divide back apart per element.

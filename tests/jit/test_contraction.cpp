@@ -48,6 +48,27 @@ TEST_CASE("JIT MatMul: product and bias + activation epilogue vs the interpreter
   }
 }
 
+TEST_CASE("JIT MatMul: a Softmax made row by row is read in place as an operand") {
+  // softmax(q k^T) v: the GEMM reads the buffer the Softmax fills (a local one, or the region
+  // output when the probabilities are an output too); as the left and the right operand, with a
+  // broadcast batch.
+  const Tensor q = test::random_f32({2, 3, 8, 16}, 1), k = test::random_f32({2, 3, 8, 16}, 2);
+  const Tensor v = test::random_f32({3, 8, 5}, 3), w = test::random_f32({4, 8}, 4);
+  for (bool probs_out : {false, true})
+    for (int threads : {1, 2}) {
+      INFO("probabilities an output: " << probs_out << ", threads " << threads);
+      GraphBuilder b;
+      const ValueId kt = b.transpose(b.input("k", DType::f32, {2, 3, 8, 16}),
+                                     Attributes{{"perm", Ints{0, 1, 3, 2}}});
+      const ValueId s = b.matmul(b.input("q", DType::f32, {2, 3, 8, 16}), kt);
+      const ValueId p = b.softmax(b.mul(s, b.scalar(0.25f)));
+      b.output(b.matmul(p, b.input("v", DType::f32, {3, 8, 5})));
+      b.output(b.relu(b.matmul(b.input("w", DType::f32, {4, 8}), p)));
+      if (probs_out) b.output(p);
+      check_region(b.build(), {k, q, v, w}, 1e-4, 1e-6, threads);
+    }
+}
+
 TEST_CASE("JIT MatMul: transposed operands, in place and materialised") {
   // q[2,3,8,16] x Transpose(k[2,3,8,16], perm 0,1,3,2): the transpose is passed to the GEMM.
   const Tensor q = test::random_f32({2, 3, 8, 16}, 1), k = test::random_f32({2, 3, 8, 16}, 2);

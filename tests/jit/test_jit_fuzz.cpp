@@ -568,13 +568,28 @@ class GraphGen {
   }
 
   // A reduction the JIT materialises inside the region: ReduceSum/Mean/Max over one or two axes
-  // (attribute or constant input, keepdims 0 or 1), or Softmax/LogSoftmax along one axis.
+  // (attribute or constant input, keepdims 0 or 1), Softmax/LogSoftmax along one axis, or
+  // LayerNormalization from an axis on.
   Val reduction() {
     const Val x = tame(pick());
     const int rank = static_cast<int>(x.shape.size());
     if (rank == 0) return made(b_.reduce_max(x.id), {}, x.bound, x.exact);
     const int axis = uniform(0, rank - 1);
-    const int kind = uniform(0, 4);
+    const int kind = uniform(0, 5);
+    if (kind == 5) {  // epsilon 0.5: |x - mean| / sd stays below 1.5 |x - mean| (conditioned)
+      const Shape row(x.shape.begin() + axis, x.shape.end());
+      const Shape ps = chance(0.5) ? row : Shape{row.back()};
+      std::vector<ValueId> in = {
+          x.id, b_.constant("", test::random_f32(ps, static_cast<uint32_t>(rng_()), 0.5f, 2))};
+      if (chance(0.5))
+        in.push_back(b_.constant("", test::random_f32(ps, static_cast<uint32_t>(rng_()))));
+      const double n = std::max(1.0, static_cast<double>(numel(row)));
+      const ValueId y =
+          b_.node(OpKind::LayerNormalization, in,
+                  {{"axis", int64_t{chance(0.5) ? axis : axis - rank}}, {"epsilon", 0.5}})
+              .front();
+      return made(y, x.shape, std::min(std::sqrt(n), 3 * x.bound) * 2 + 1, false);
+    }
     if (kind == 3)
       return made(b_.softmax(x.id, Attributes{{"axis", int64_t{axis}}}), x.shape, 1, false);
     if (kind == 4) {

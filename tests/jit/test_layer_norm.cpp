@@ -40,6 +40,26 @@ TEST_CASE("JIT LayerNormalization: axes, scale/bias broadcasts, producers and co
   }
 }
 
+TEST_CASE("JIT LayerNormalization row by row: a region output read back, empty rows, threads") {
+  // Rows innermost: the outputs made row by row into the region's output buffer, which a
+  // consumer then reads; no rows, and rows of no elements.
+  for (int threads : {1, 3})
+    for (const Shape& s : {Shape{6, 40}, Shape{3, 0}, Shape{0, 5}, Shape{2, 1, 300}}) {
+      INFO(shape_str(s) << ", threads " << threads);
+      GraphBuilder b;
+      const ValueId x = b.input("x", DType::f32, to_dims(s));
+      const Shape row = {s.back()};
+      const ValueId y = b.node(OpKind::LayerNormalization,
+                               {b.exp(x), b.constant("scale", test::random_f32(row, 2, 0.5, 2)),
+                                b.constant("bias", test::random_f32(row, 3))},
+                               {{"axis", int64_t{-1}}})
+                            .front();
+      b.output(y);
+      b.output(b.mul(y, b.add(y, b.scalar(1.0f))));
+      check_region(b.build(), {test::random_f32(s, 1, -2, 2)}, 1e-4, 1e-5, threads);
+    }
+}
+
 TEST_CASE("JIT LayerNormalization: f64, and integer input is refused with the reason") {
   {
     GraphBuilder b;
