@@ -49,9 +49,55 @@ llvm::Constant* ElementCtx::constant(double v, DType t) const {
   return constant_of(b.getContext(), t, v);
 }
 
+// exp for f32, inline: the loop vectoriser then keeps a loop's other work and the exp in one
+// vector body, with no call clobbering every vector register. The usual method (Cody and Waite's
+// reduction, a minimax polynomial of degree 7, Cephes' coefficients):
+//   n = rint(x log2 e), r = x - n ln2 (ln2 in two parts, so r is exact to a few ulp),
+//   exp(r) = 1 + r + r^2 P(r) for |r| <= ln2 / 2, exp(x) = exp(r) 2^n.
+// x is first clamped to [-104, 88.8]: below, exp is under half the least subnormal (0); above,
+// it overflows (inf); NaN passes both compares and stays NaN through the arithmetic. n is
+// rounded by adding 1.5 * 2^23 (the sum's last bit is then the units; |n| <= 150), which also
+// gives n as an integer from the sum's bits, with no conversion instruction (a saturating
+// float-to-int conversion, which would keep NaN defined, is scalarised on x86). 2^n is applied as
+// 2^(n/2) 2^(n - n/2), each a normal number for n in [-150, 128], so results near the ends round
+// to a subnormal, or to inf, in the multiplication itself.
+llvm::Value* ElementCtx::exp_f32(llvm::Value* x) const {
+  llvm::Type* t = x->getType();
+  llvm::Type* it = t->getWithNewType(b.getInt32Ty());
+  const auto k = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  const auto ki = [&](int32_t v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v)); };
+  const auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* c) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {a, m, c});
+  };
+  constexpr double kRound = 12582912.0;  // 1.5 * 2^23
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, k(-104.0)), k(-104.0), x);
+  xc = b.CreateSelect(b.CreateFCmpOGT(xc, k(88.8)), k(88.8), xc);
+  llvm::Value* sum = fma(xc, k(1.44269504088896341), k(kRound));  // rint(x log2 e) + 1.5 * 2^23
+  llvm::Value* nf = b.CreateFSub(sum, k(kRound));
+  llvm::Value* n =
+      b.CreateSub(b.CreateBitCast(sum, it), ki(static_cast<int32_t>(0x4b400000)));  // its bits
+  llvm::Value* r = fma(nf, k(-0.693359375), xc);  // ln 2 = 0.693359375 - 2.12194440e-4
+  r = fma(nf, k(2.12194440e-4), r);
+  // P(r) = 0.50000001201 + 0.16666665459 r + ... + 1.98756915e-4 r^5, by Estrin's scheme (three
+  // products deep, not five: exp's latency bounds loops of several of them).
+  llvm::Value* r2 = b.CreateFMul(r, r);
+  llvm::Value* q01 = fma(k(1.6666665459e-1), r, k(5.0000001201e-1));
+  llvm::Value* q23 = fma(k(8.3334519073e-3), r, k(4.1665795894e-2));
+  llvm::Value* q45 = fma(k(1.9875691500e-4), r, k(1.3981999507e-3));
+  llvm::Value* p = fma(q45, b.CreateFMul(r2, r2), fma(q23, r2, q01));
+  llvm::Value* y = fma(p, r2, b.CreateFAdd(r, k(1.0)));
+  llvm::Value* n1 = b.CreateAShr(n, ki(1));
+  llvm::Value* n2 = b.CreateSub(n, n1);
+  const auto pow2 = [&](llvm::Value* e) {  // 2^e for e in [-126, 127]
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ki(127)), ki(23)), t);
+  };
+  return b.CreateFMul(b.CreateFMul(y, pow2(n1)), pow2(n2));
+}
+
 llvm::Value* ElementCtx::math(std::string_view fn, Operands args) const {
   llvm::Type* t = args[0]->getType();
   SG_ASSERT(t->isFloatTy() || t->isDoubleTy()) << "math function " << fn << " on a non-float";
+  if (fn == "exp" && t->isFloatTy()) return exp_f32(args[0]);
   const std::string name = std::string(fn) + (t->isFloatTy() ? "f" : "");
   llvm::Module* m = b.GetInsertBlock()->getModule();
   auto* fty = llvm::FunctionType::get(t, std::vector<llvm::Type*>(args.size(), t), false);

@@ -50,8 +50,13 @@ struct ElementCtx {
   llvm::Constant* constant(double v) const { return constant(v, out); }
   // fn(args...) for the libm function `fn` ("exp", "log", "tanh", "erf", "pow", ...), its f32
   // ("expf") or f64 ("exp") form by the arguments' type. The call is marked as not touching
-  // memory, so the JIT vectorises it with libmvec (see src/jit/jit.cpp for the list).
+  // memory, so the JIT vectorises it with libmvec (see src/jit/jit.cpp for the list). Except
+  // f32 exp, which is emitted inline (exp_f32).
   llvm::Value* math(std::string_view fn, Operands args) const;
+  // exp(x) for an f32 (or vector of f32) x as inline code: within 2 ulp of the correctly rounded
+  // value for results of at least FLT_MIN, NaN kept, inf and 0 at the ends; subnormal results
+  // are rounded twice (within one subnormal step).
+  llvm::Value* exp_f32(llvm::Value* x) const;
   llvm::Value* math(std::string_view fn, llvm::Value* x) const { return math(fn, Operands(&x, 1)); }
   // An LLVM intrinsic overloaded on its first argument's type (llvm.sqrt, llvm.maximum, ...).
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, Operands args) const;

@@ -1,10 +1,11 @@
 // The lowering of Softmax and LogSoftmax, two ways.
 // - Over the innermost axis (every dim after it 1), row by row: one nest over the rows, and in it
 //   three loops over the row while it stays in the L1 cache: its max; exp(x - max) (Softmax) or
-//   x - max (LogSoftmax) stored to the output and the sum of exp added up; then the stored row
-//   times 1 / sum, or less log(sum). The input is read from memory once and exp computed once per
-//   element; the output is written into the region's output buffer when it is one (no copy), else
-//   into a local buffer its consumers read.
+//   x - max (LogSoftmax) stored to the output and the sum of exp added up (in the element type
+//   within chunks of 256, so the loop runs at full vector width, and the chunks in f64); then the
+//   stored row times 1 / sum, or less log(sum). The input is read from memory once and exp
+//   computed once per element; the output is written into the region's output buffer when it is
+//   one (no copy), else into a local buffer its consumers read (a GEMM reads it in place).
 // - Over another axis: two nests materialise the row max and the row sum of exp(x - max) into
 //   kernel-local buffers; the element is then exp(x - max) / sum, or (x - max) - log(sum),
 //   generated in its consumers' nests.
@@ -91,12 +92,25 @@ void materialise_rows(Emitter& e, const Node& n, const LocalBuffer& out) {
       return std::vector<llvm::Value*>{max_of(b, acc[0], e.element(x, at(j)), t)};
     })[0];
     const bool log = n.op == OpKind::LogSoftmax;
-    llvm::Value* sum =
-        e.inner_loop(len, {llvm::ConstantFP::get(f64, 0.0)}, [&](llvm::Value* j, const auto& acc) {
-          llvm::Value* d = b.CreateFSub(e.element(x, at(j)), m);
-          llvm::Value* ex = c.math("exp", exp_arg(b, d));
-          b.CreateStore(log ? d : ex, out_at(j));
-          return std::vector<llvm::Value*>{reassoc_fadd(b, acc[0], b.CreateFPCast(ex, f64))};
+    // The sum in chunks of kChunk elements: within one, in the element type (a full-width vector
+    // loop, each lane adding kChunk / lanes terms), the chunks' sums in f64.
+    constexpr int64_t kChunk = 256;
+    llvm::Value* chunks = b.CreateSDiv(b.CreateAdd(len, e.i64(kChunk - 1)), e.i64(kChunk));
+    llvm::Value* sum = e.inner_loop(
+        chunks, {llvm::ConstantFP::get(f64, 0.0)}, [&](llvm::Value* ci, const auto& total) {
+          llvm::Value* base = b.CreateMul(ci, e.i64(kChunk), "", true, true);
+          llvm::Value* left = b.CreateSub(len, base, "", true, true);
+          llvm::Value* count =
+              b.CreateSelect(b.CreateICmpSLT(left, e.i64(kChunk)), left, e.i64(kChunk));
+          llvm::Value* part = e.inner_loop(
+              count, {llvm::ConstantFP::get(et, 0.0)}, [&](llvm::Value* jj, const auto& acc) {
+                llvm::Value* j = b.CreateAdd(base, jj, "", true, true);
+                llvm::Value* d = b.CreateFSub(e.element(x, at(j)), m);
+                llvm::Value* ex = c.math("exp", exp_arg(b, d));
+                b.CreateStore(log ? d : ex, out_at(j));
+                return std::vector<llvm::Value*>{reassoc_fadd(b, acc[0], ex)};
+              })[0];
+          return std::vector<llvm::Value*>{b.CreateFAdd(total[0], b.CreateFPCast(part, f64))};
         })[0];
     llvm::Value* k = log ? b.CreateFPCast(c.math("log", sum), et)
                          : b.CreateFPCast(b.CreateFDiv(llvm::ConstantFP::get(f64, 1.0), sum), et);

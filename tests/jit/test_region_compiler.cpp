@@ -50,6 +50,58 @@ TEST_CASE("JIT: NaN, infinities, signed zeros and halves match the interpreter")
   }
 }
 
+TEST_CASE("JIT: f32 exp is within 2 ulp over its whole range, with its special values") {
+  // Emitted inline (ElementCtx::exp_f32). Against exp in double rounded to float: 2 ulp for
+  // normal results, one subnormal step below FLT_MIN; NaN, infinities, overflow and underflow.
+  std::vector<float> xs = {std::nanf(""),
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           0.0f,
+                           -0.0f,
+                           1e-30f,
+                           -1e-30f,
+                           88.7228f,
+                           88.7229f,
+                           88.8f,
+                           89.0f,
+                           1e30f,
+                           -87.33f,
+                           -103.9f,
+                           -103.98f,
+                           -104.0f,
+                           -104.5f,
+                           -1e30f,
+                           0.34657359f,
+                           -0.34657359f};
+  for (double x = -110; x < 90; x += 0.0137) xs.push_back(static_cast<float>(x));
+  const Tensor rnd = test::random_f32({4096}, 77, -100, 88);
+  for (int64_t i = 0; i < 4096; ++i) xs.push_back(rnd.data<float>()[i]);
+  const auto n = static_cast<int64_t>(xs.size());
+  GraphBuilder b;
+  b.output(b.exp(b.input("x", DType::f32, {n})));
+  const RegionRun run = run_region(b.build(), {Tensor::from<float>({n}, xs)});
+  const float* got = run.got[0].data<float>();
+  const auto ulp_of = [](float v) {
+    return std::nextafter(v, std::numeric_limits<float>::infinity()) - v;
+  };
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(xs[i])));
+    const float g = got[i];
+    bool ok;
+    if (std::isnan(want))
+      ok = std::isnan(g);
+    else if (std::isinf(want) || want == 0)
+      ok = g == want || (want == 0 && std::abs(g) <= std::numeric_limits<float>::denorm_min());
+    else if (want < std::numeric_limits<float>::min())
+      ok = std::abs(g - want) <= std::numeric_limits<float>::denorm_min();
+    else
+      ok = std::abs(g - want) <= 2 * ulp_of(want);
+    if (!ok && bad++ < 10) FAIL_CHECK("exp(" << xs[i] << ") = " << g << ", want " << want);
+  }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("JIT: Pow with an integer exponent") {
   GraphBuilder b;
   const ValueId x = b.input("x", DType::f32, {7, 3}), y = b.input("y", DType::i32, {3});
@@ -187,24 +239,30 @@ TEST_CASE("JIT: a large region (1M elements) with shared subexpressions") {
   check_region(b.build(), {test::random_f32(s, 1, -4, 4)});
 }
 
-TEST_CASE("JIT: elementwise f32 regions vectorise, libm calls through libmvec") {
+TEST_CASE("JIT: elementwise f32 regions vectorise, libm calls through libmvec, exp inline") {
   std::unique_ptr<Jit> jit = Jit::create();
   jit->keep_ir(true);
-  GraphBuilder b;
-  const ValueId x = b.input("x", DType::f32, {4096});
-  b.output(b.mul(b.exp(x), b.input("y", DType::f32, {4096})));
-  const Graph g = b.build();
   const Tensor tx = test::random_f32({4096}, 1), ty = test::random_f32({4096}, 2);
-  const RegionRun run = run_region(g, {tx, ty}, *jit);
-  test::check_tensors_close(run.got[0], run.want[0]);
-  const std::string ir = jit->last_ir();
-  CHECK((test::contains(ir, "<16 x float>") || test::contains(ir, "<8 x float>")));
-  CHECK(test::contains(ir, "_ZGV"));               // a libmvec vector variant of expf
-  CHECK(!test::contains(ir, "call float @expf"));  // 4096 is a multiple of every width: no tail
-  const std::string assembly = jit->last_asm();    // vector registers in the machine code
-  CHECK((test::contains(assembly, "%zmm") || test::contains(assembly, "%ymm")));
-  CHECK(test::contains(assembly, "_ZGV"));
-  MESSAGE("compiled in " << run.compiled.compile_ms << " ms");
+  for (OpKind op : {OpKind::Tanh, OpKind::Exp}) {
+    INFO(op_name(op));
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {4096});
+    b.output(b.mul(b.node(op, {x}).front(), b.input("y", DType::f32, {4096})));
+    const RegionRun run = run_region(b.build(), {tx, ty}, *jit);
+    test::check_tensors_close(run.got[0], run.want[0]);
+    const std::string ir = jit->last_ir(), assembly = jit->last_asm();
+    CHECK((test::contains(ir, "<16 x float>") || test::contains(ir, "<8 x float>")));
+    CHECK((test::contains(assembly, "%zmm") || test::contains(assembly, "%ymm")));
+    if (op == OpKind::Tanh) {
+      CHECK(test::contains(ir, "_ZGV"));                // a libmvec vector variant of tanhf
+      CHECK(!test::contains(ir, "call float @tanhf"));  // 4096: a multiple of every width
+      CHECK(test::contains(assembly, "_ZGV"));
+    } else {  // inline (ElementCtx::exp_f32): no call at all
+      CHECK(!test::contains(ir, "expf"));
+      CHECK(!test::contains(ir, "_ZGV"));
+    }
+    MESSAGE(op_name(op) << ": compiled in " << run.compiled.compile_ms << " ms");
+  }
 }
 
 TEST_CASE("JIT: SGRAPH_PERF_MAP=1 names the kernel and its nests in /tmp/perf-<pid>.map") {
@@ -242,20 +300,23 @@ TEST_CASE("JIT: outputs beyond the caches are stored non-temporally, not in loop
   std::unique_ptr<Jit> jit = Jit::create();
   jit->keep_ir(true);
   const bool x86 = test::contains(jit->target_triple(), "x86_64");
-  const auto build = [](int64_t n, bool with_exp) {
+  // (Tanh: a libmvec call; Exp: inline code, no call)
+  const auto build = [](int64_t n, std::optional<OpKind> op) {
     GraphBuilder b;
     ValueId x = b.input("x", DType::f32, {n});
     x = b.add(b.mul(x, b.scalar(0.5f)), b.scalar(0.25f));
-    b.output(with_exp ? b.exp(x) : x);
+    b.output(op ? b.node(*op, {x}).front() : x);
     return b.build();
   };
   const int64_t big = kStreamBytes / 4, small = 1 << 16;
-  for (auto [n, with_exp, streamed] : {std::tuple{big, false, x86}, std::tuple{small, false, false},
-                                       std::tuple{big, true, false}}) {
+  const std::optional<OpKind> none;
+  for (auto [n, op, streamed] : {std::tuple{big, none, x86}, std::tuple{small, none, false},
+                                 std::tuple{big, std::optional{OpKind::Tanh}, false},
+                                 std::tuple{big, std::optional{OpKind::Exp}, x86}}) {
     CAPTURE(n);
-    CAPTURE(with_exp);
+    INFO((op ? op_name(*op) : "no op"));
     const Tensor x = test::random_f32({n}, 3);
-    const RegionRun run = run_region(build(n, with_exp), {x}, *jit);
+    const RegionRun run = run_region(build(n, op), {x}, *jit);
     test::check_tensors_close(run.got[0], run.want[0]);
     const std::string ir = jit->last_ir();
     CHECK(test::contains(ir, "!nontemporal") == streamed);
@@ -264,7 +325,8 @@ TEST_CASE("JIT: outputs beyond the caches are stored non-temporally, not in loop
 }
 
 TEST_CASE("JIT: a serial kernel calls its nests directly, inlined into one function") {
-  // Softmax over rows: nests for the row maxima, the sums and the output, each splittable.
+  // Softmax over rows, then an Add: the Softmax's nest over the rows and the output's, each
+  // splittable.
   GraphBuilder b;
   const ValueId x = b.input("x", DType::f32, {64, 200});
   const ValueId sm = b.node(OpKind::Softmax, {x}, {{"axis", int64_t{-1}}}).front();
