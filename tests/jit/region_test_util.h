@@ -94,7 +94,9 @@ inline RegionRun run_region(const Graph& g, const std::vector<Tensor>& feeds,
     outs.emplace_back(g.value(v).dtype, shapes.shapes[v]);
     buffers.push_back(outs.back().raw_data());
   }
-  std::vector<std::byte> scratch_storage(static_cast<size_t>(run.compiled.scratch_bytes) + 64);
+  // (0xff bytes, NaN as floats: a kernel must not read what it did not write there)
+  std::vector<std::byte> scratch_storage(static_cast<size_t>(run.compiled.scratch_bytes) + 64,
+                                         std::byte{0xff});
   if (run.compiled.scratch_bytes > 0) {  // the scratch block, 64-byte aligned
     void* p = scratch_storage.data();
     size_t room = scratch_storage.size();
@@ -255,7 +257,7 @@ struct Dynamic {
     int64_t scratch = c.scratch_bytes;
     for (const auto& [elem_bytes, dims] : c.scratch_sym)
       scratch += (elem_bytes * numel(eval_shape(dims, syms)) + 63) / 64 * 64;
-    std::vector<std::byte> block(static_cast<size_t>(scratch) + 64);
+    std::vector<std::byte> block(static_cast<size_t>(scratch) + 64, std::byte{0xff});
     if (scratch > 0)
       buffers.push_back(
           reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block.data()) + 63) / 64 * 64));

@@ -293,6 +293,28 @@ TEST_CASE("JIT CNN chains: conv -> BN -> relu -> pool, depthwise blocks, residua
   }
 }
 
+TEST_CASE("JIT windows: a padded copy's border is filled, whatever the scratch held") {
+  // Copies of 8x70x70 inputs padded to 72x72 (166 KB: in the scratch block, which the test
+  // fills with NaN): the copy's border is filled row by row (whole rows at the top and bottom,
+  // the two ends of the others), the interior copied. Negative inputs, so a MaxPool reading a
+  // border that is not -inf, or an AveragePool counting pads that are not 0, shows.
+  const Tensor xin = test::random_f32({1, 8, 70, 70}, 5, -3, -1);
+  const Attributes pads = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 2, 1, 0}}};
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::f32, {1, 8, 70, 70});
+    const ValueId h = b.mul(x, b.scalar(1.5f));  // (computed: its copy is what is padded)
+    b.output(b.node(OpKind::MaxPool, {h}, pads).front());
+    Attributes avg = pads;
+    avg.set("count_include_pad", int64_t{1});
+    b.output(b.node(OpKind::AveragePool, {h}, avg).front());
+    const Attributes a = with(window(Ints{2, 1, 0, 2}), "group", int64_t{8});
+    b.output(conv(b, h, DType::f32, {8, 1, 3, 3}, a, 1));
+    check_region(b.build(), {xin}, 1e-5, 1e-5, threads);
+  }
+}
+
 TEST_CASE("JIT squeeze-excitation: a direct window read by two nests is computed once") {
   // depthwise 3x3 -> Relu = h; h * Sigmoid(GlobalAveragePool(h)): the pool's nest and the output
   // nest both read h, so the conv's output is held in a buffer of its own, filled by one nest.
