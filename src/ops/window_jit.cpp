@@ -259,30 +259,34 @@ void materialise_window(Emitter& e, const Node& n) {
                                             : llvm::Constant::getNullValue(l.type);
       SymShape rows = ss;
       rows.back() = SymDim::constant(1);
-      e.loop_nest(rows, true, [&](const Index& i) {
-        Value* border = b_.getFalse();
-        for (size_t d = 0; d + 1 < r; ++d) {
-          Value* lo = e.i64(w.pad_begin[d]);
-          Value* hi = b_.CreateAdd(lo, e.dim(xs[2 + d]), "", true, true);
-          border = b_.CreateOr(
-              border, b_.CreateOr(b_.CreateICmpSLT(i[2 + d], lo), b_.CreateICmpSGE(i[2 + d], hi)));
-        }
-        Value* size = e.dim(ss.back());
-        Value* pb = e.i64(w.pad_begin[r - 1]);
-        Value* head = b_.CreateSelect(border, size, pb);  // [0, head), then [tail, size)
-        Value* tail =
-            b_.CreateSelect(border, size, b_.CreateAdd(pb, e.dim(xs.back()), "", true, true));
-        Value* row = e.offset_of(i, ss);
-        const auto fill_from = [&](Value* from, Value* count) {
-          e.inner_loop(count, {}, [&](Value* j, const auto&) {
-            b_.CreateStore(fill, e.at(l, b_.CreateAdd(row, b_.CreateAdd(from, j, "", true, true),
-                                                      "", true, true)));
-            return std::vector<Value*>{};
-          });
-        };
-        fill_from(e.i64(0), head);
-        fill_from(tail, b_.CreateSub(size, tail, "", true, true));
-      });
+      e.loop_nest(
+          rows, true,
+          [&](const Index& i) {
+            Value* border = b_.getFalse();
+            for (size_t d = 0; d + 1 < r; ++d) {
+              Value* lo = e.i64(w.pad_begin[d]);
+              Value* hi = b_.CreateAdd(lo, e.dim(xs[2 + d]), "", true, true);
+              border = b_.CreateOr(border, b_.CreateOr(b_.CreateICmpSLT(i[2 + d], lo),
+                                                       b_.CreateICmpSGE(i[2 + d], hi)));
+            }
+            Value* size = e.dim(ss.back());
+            Value* pb = e.i64(w.pad_begin[r - 1]);
+            Value* head = b_.CreateSelect(border, size, pb);  // [0, head), then [tail, size)
+            Value* tail =
+                b_.CreateSelect(border, size, b_.CreateAdd(pb, e.dim(xs.back()), "", true, true));
+            Value* row = e.offset_of(i, ss);
+            const auto fill_from = [&](Value* from, Value* count) {
+              e.inner_loop(count, {}, [&](Value* j, const auto&) {
+                b_.CreateStore(
+                    fill, e.at(l, b_.CreateAdd(row, b_.CreateAdd(from, j, "", true, true), "", true,
+                                               true)));
+                return std::vector<Value*>{};
+              });
+            };
+            fill_from(e.i64(0), head);
+            fill_from(tail, b_.CreateSub(size, tail, "", true, true));
+          },
+          short_rows(ss));
     }
     e.loop_nest(
         xs, true,
