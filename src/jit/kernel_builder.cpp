@@ -74,6 +74,7 @@ void KernelBuilder::build(const std::string& name) {
   table_ = table;
   for (const Node* n : mat_nodes) {
     coalesced_.clear();
+    nest_for_ = node_str(*n);
     ops::op_def(n->op).lowering->materialise(*this, *n);
     if (auto it = shared_.find(static_cast<int32_t>(n - graph.nodes.data())); it != shared_.end())
       fill_shared(it->second);
@@ -81,6 +82,7 @@ void KernelBuilder::build(const std::string& name) {
   for (ValueId out : r_.outputs) {
     SG_ASSERT(producer_[out] >= 0)
         << "region output '" << graph.values[out].name << "' is not made by a node of the region";
+    nest_for_ = "region output '" + graph.values[out].name + "'";
     emit_output_nest(out);
   }
   b_.CreateRetVoid();
@@ -169,6 +171,7 @@ llvm::Function* KernelBuilder::make_nest(llvm::Function*& bfn) {
   llvm::Type* ptr = b_.getPtrTy();
   llvm::Type* i64t = b_.getInt64Ty();
   const std::string nname = name_ + ".n" + std::to_string(nests_++);
+  SG_LOG(2) << "JIT: nest " << nname << " for " << nest_for_;  // names in perf's profile
   auto* nty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64t, i64t}, false);
   auto* nest = llvm::Function::Create(nty, llvm::Function::InternalLinkage, nname, m_);
   nest->addFnAttr(llvm::Attribute::NoUnwind);

@@ -155,6 +155,7 @@ class KernelBuilder final : public ops::Emitter {
   std::vector<llvm::Value*> kernel_ptrs_;  // per slot, in the kernel: every pointer
   std::vector<llvm::Value*> ptrs_;         // per slot, in the nest being built: its pointer
   int nests_ = 0;
+  std::string nest_for_;    // what the nests being made compute, for the SGRAPH_DEBUG=2 log
   int64_t inner_cost_ = 0;  // the current nest's inner loops' work per element (see inner_loop)
   bool serial_ = false;     // set_serial
   int64_t parallel_work_ = sgraph::parallel_work();          // see worth_threads
