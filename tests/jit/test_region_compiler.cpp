@@ -607,6 +607,29 @@ TEST_CASE("JIT: Softmax row by row: output buffers, consumers, empty rows, speci
     }
 }
 
+TEST_CASE("JIT: rows of every length around the vector widths (the last vector iteration masked)") {
+  // A row's loops run whole vectors and then one masked partial vector, no scalar remainder:
+  // lengths below, at and past 8 and 16 lanes, an attention row of 40 / 80, a row past one sum
+  // chunk; f64 has half the lanes. A lane past the row read or written shows as a wrong value
+  // (the neighbouring row's) or an ASan report.
+  for (DType t : {DType::f32, DType::f64})
+    for (int64_t len : {1, 7, 8, 9, 15, 16, 17, 31, 33, 40, 80, 257})
+      for (OpKind op : {OpKind::Softmax, OpKind::LogSoftmax, OpKind::LayerNormalization}) {
+        if (op == OpKind::LayerNormalization && t == DType::f64) continue;  // (tested elsewhere)
+        INFO(op_name(op) << " " << dtype_name(t) << ", rows of " << len);
+        GraphBuilder b;
+        const ValueId x = b.input("x", t, {5, len});
+        const ValueId y =
+            op == OpKind::LayerNormalization
+                ? b.node(op, {x, b.constant("scale", test::random_f32({len}, 2, 0.5, 2))},
+                         {{"axis", int64_t{-1}}})
+                      .front()
+                : b.node(op, {b.mul(x, t == DType::f32 ? b.scalar(1.5f) : b.scalar(1.5))}).front();
+        b.output(y);
+        check_region(b.build(), {random_of(t, {5, len}, 7, -3, 3)}, 1e-4, 1e-5);
+      }
+}
+
 TEST_CASE("JIT: a reduction made from a reduction, and a reduction as a region output") {
   GraphBuilder b;
   const ValueId x = b.input("x", DType::f32, {6, 7, 9});
