@@ -88,6 +88,7 @@ int cmd_check(const Args& args) {
   SessionOptions options;
   options.warmup_runs = static_cast<int>(args.integer("--warmup", options.warmup_runs, 1));
   options.jit = args.all("--no-jit").empty();
+  options.threads = static_cast<int>(args.integer("--threads", options.threads, 1));
   options.cache_dir = tool_cache_dir(args);
   const int passes = static_cast<int>(args.integer("--passes", 1, 1));
   const bool each = !args.all("--each").empty();

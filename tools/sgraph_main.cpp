@@ -1,6 +1,6 @@
 // The `sgraph` command-line program: dispatch and usage. Each command is in cmd_<name>.cpp.
-//   sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--each] [--report]
-//                [--require-kernels] [--no-jit]
+//   sgraph check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--threads N] [--each]
+//                [--report] [--require-kernels] [--no-jit]
 //                                               run ONNX backend-test folders against references
 //   sgraph run MODEL [--input NAME=FILE.pb|NAME=SHAPE]... [--iters N] [--warmup N] [--threads N]
 //              [--shapes "x=1x8;x=1x17"] [--report] [--json FILE] [--dot FILE] [--bench-json FILE]
@@ -29,14 +29,15 @@ using namespace sgraph::cli;
 const char kUsage[] = R"(usage: sgraph <command> [arguments]
 
 commands:
-  check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--each] [--require-kernels]
-               [--no-jit] [--report]
+  check DIR... [--rtol R] [--atol A] [--warmup N] [--passes P] [--threads N] [--each]
+               [--require-kernels] [--no-jit] [--report]
       Run folders in the ONNX backend-test layout (model.onnx + test_data_set_<k>/input_<i>.pb,
       output_<j>.pb), or folders holding such folders, and compare every data set's outputs
       with its references (defaults: rtol 1e-3, atol 1e-4). The data sets run in order through
       one session: the first N (default 3) warm up, later ones run through the compiled regions
       (falling back when their shapes differ); --passes P runs them all P times over (default
-      1), so a second pass serves the warm-up's own data sets; --each gives every data set a
+      1), so a second pass serves the warm-up's own data sets; --threads N: at most N threads
+      per compiled kernel (default: the machine's cores); --each gives every data set a
       session of its own, warmed up on it, so every shape is served compiled;
       --require-kernels fails a served data set that called no region kernel; --report prints
       each model's session report after its last run. Exits 1 if any fails.
@@ -106,7 +107,7 @@ struct Command {
 const Command kCommands[] = {
     {"check",
      cmd_check,
-     {"--rtol", "--atol", "--warmup", "--passes", "--cache-dir"},
+     {"--rtol", "--atol", "--warmup", "--passes", "--threads", "--cache-dir"},
      {"--no-jit", "--each", "--require-kernels", "--report", "--no-cache"}},
     {"run",
      cmd_run,

@@ -203,6 +203,7 @@ TEST_CASE("Session: a second Session with the same cache_dir compiles nothing") 
   const std::vector<Tensor> in = {random_of(DType::f32, {4, 64}, 11, -2, 2)};
   SessionOptions o;
   o.cache_dir = dir.path.string();
+  o.threads = 1;  // the kernel's form does not follow the warm-up's timing (see disk_cache.cmake)
   std::vector<Tensor> first;
   {
     Session s(g, o);
