@@ -111,6 +111,7 @@ class KernelBuilder final : public ops::Emitter {
                   const std::function<llvm::Value*(size_t)>& bound, size_t outer, int64_t block,
                   const Body& body, bool unroll);
   llvm::Function* make_nest(llvm::Function*& bfn);
+  void call_serial(llvm::Function* nest, llvm::Value* trip);
   bool worth_threads(int64_t elements, const llvm::Function& bfn) const;
   void emit_nest_entry(llvm::Function* nest, llvm::Function* bfn);
   void emit_output_nest(ValueId v);

@@ -143,8 +143,7 @@ void KernelBuilder::sym_loop_nest(const SymShape& s, bool parallel, const Body& 
                                                        ptr, ptr, b_.getInt64Ty());
     b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, trip});
   } else {
-    nest->addFnAttr(llvm::Attribute::AlwaysInline);  // called once, here
-    b_.CreateCall(nest, {table_, i64(0), trip});
+    call_serial(nest, trip);
   }
   if (after) {
     b_.CreateBr(after);

@@ -90,8 +90,8 @@ void optimise(llvm::Module& m, llvm::TargetMachine& tm, const llvm::TargetLibrar
   // at O3 in every benchmark (bench/README.md), and compiled 1.2-1.4x faster (tiny_encoder_block's
   // 54-op region 320-400 -> 225-260 ms, ppocr_mobile_v2_cls's 211-op one 1.07-1.17 -> 0.91-0.99 s).
   // Not O1's whole module pipeline: a kernel module is one external function and the nests it
-  // calls, which are inlined by the always-inliner (a nest called directly is always-inline, one
-  // called through sgraph_parallel_for cannot be inlined), so its interprocedural passes (IPSCCP,
+  // calls, inlined by the always-inliner or never (KernelBuilder::call_serial; a nest called
+  // through sgraph_parallel_for cannot be inlined), so its interprocedural passes (IPSCCP,
   // called-value propagation, GlobalOpt, function attributes, the CGSCC inliner) have nothing to
   // do; run on ppocr's 221-op region they took a quarter of the optimisation time. Without them:
   // compile 0.90-0.99x on every model of ../shared/testdata, kernels as fast (bench/README.md).

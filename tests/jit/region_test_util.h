@@ -192,14 +192,19 @@ struct Dynamic {
   ShapeTracker::SymbolicDims sd;
   CompiledRegion c;
 
-  Dynamic(const Graph& graph, const std::vector<std::vector<Tensor>>& warmup)
-      : g(graph), sd(symbolic_dims_of(g, warmup)) {
+  Jit& jit;
+
+  // `serial`: compiled for one thread (as a plan of 1 thread does; nests run in the kernel).
+  Dynamic(const Graph& graph, const std::vector<std::vector<Tensor>>& warmup, bool serial = false,
+          Jit& with = shared_jit())
+      : g(graph), sd(symbolic_dims_of(g, warmup)), jit(with) {
     r = whole_graph(g);
     r.dynamic = true;
-    c = compile_dynamic_region(shared_jit(), g, r, sd.values, sd.symbols.size(), fresh_name());
+    c = compile_dynamic_region(jit, g, r, sd.values, sd.symbols.size(), fresh_name(),
+                               Jit::Reuse::same_code, serial);
   }
   ~Dynamic() {
-    if (c.kernel.fn) shared_jit().remove(c.kernel.handle);
+    if (c.kernel.fn) jit.remove(c.kernel.handle);
   }
   Dynamic(const Dynamic&) = delete;
   Dynamic& operator=(const Dynamic&) = delete;
