@@ -2,12 +2,15 @@
 //              [--warmup N] [--threads N] [--shapes "x=1x8;x=1x17"] [--report] [--json FILE]
 //              [--dot FILE] [--bench-json FILE] [--compile-horizon N]`:
 // runs a model on inputs read from .pb files or made up at random, prints the outputs and how
-// long runs took. --shapes gives per-run shapes that cycle (run k uses the k-th entry of each
-// input, modulo its count), so warm-up runs can see shapes change; --report prints what the
+// long runs took. An input given C times makes a cycle of C input sets (every input given once
+// or C times; run k uses set k mod C), the steady state of a service whose inputs vary.
+// --shapes gives per-run random shapes that cycle the same way (run k uses the k-th entry of
+// each input, modulo its count), so warm-up runs can see shapes change; --report prints what the
 // warm-up decided (stable and changed ops, regions), --json and --dot write it to files.
 // --bench-json writes steady-state serving figures (runs after the warm-up, planning and the
-// first served run), peak resident memory and where the last run's interpreted time went, for
-// bench/compare. --compile-horizon sets SessionOptions::compile_horizon.
+// first served run; with a cycle, whole cycles once re-plans are done), peak resident
+// memory and where the last run's interpreted time went, for bench/compare. --compile-horizon
+// sets SessionOptions::compile_horizon.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -98,9 +101,11 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-// --bench-json: `steady` are the run times (ms) after the warm-up and the first served run; the
-// rest comes from the session after its last run.
-std::string bench_json(std::vector<double> steady, const Session& session, double first_ms) {
+// --bench-json: `steady` are the run times (ms) after the warm-up and the first served run (with
+// a cycle of input sets, each timed cycle's mean run time, and `by_set` each set's run times);
+// the rest comes from the session after its last run.
+std::string bench_json(std::vector<double> steady, const Session& session, double first_ms,
+                       std::vector<std::vector<double>> by_set) {
   const double last_ms = steady.back();
   std::sort(steady.begin(), steady.end());
   rusage usage{};
@@ -127,7 +132,7 @@ std::string bench_json(std::vector<double> steady, const Session& session, doubl
     last_interpreted_ms += t.ns * 1e-6;
   }
   std::string j = "{\"threads\": " + std::to_string(session.options().threads);
-  j += ", \"timed_runs\": " + std::to_string(steady.size());
+  j += ", \"timed_runs\": " + std::to_string(steady.size() * by_set.size());
   j += ", \"first_ms\": " + fmt("%.4f", first_ms);
   j += ", \"median_ms\": " + fmt("%.4f", steady[steady.size() / 2]);
   j += ", \"min_ms\": " + fmt("%.4f", steady.front());
@@ -137,6 +142,14 @@ std::string bench_json(std::vector<double> steady, const Session& session, doubl
   j += ", \"regions\": " + std::to_string(regions);
   j += ", \"regions_compiled\": " + std::to_string(regions_compiled);
   j += ", \"compile_ms\": " + fmt("%.3f", compile_ms);
+  if (by_set.size() > 1) {
+    j += ", \"cycle\": " + std::to_string(by_set.size()) + ", \"cycle_set_median_ms\": [";
+    for (size_t c = 0; c < by_set.size(); ++c) {
+      std::sort(by_set[c].begin(), by_set[c].end());
+      j += (c ? ", " : "") + fmt("%.4f", by_set[c][by_set[c].size() / 2]);
+    }
+    j += "]";
+  }
   j += ", \"last_run_ms\": " + fmt("%.4f", last_ms);
   j += ", \"last_run_interpreted_ms\": " + fmt("%.4f", last_interpreted_ms);
   j += ", \"last_run_interpreted_ms_by_op\": {";
@@ -161,21 +174,39 @@ int cmd_run(const Args& args) {
   const std::vector<std::string> json = args.all("--json"), dot = args.all("--dot");
   const std::vector<std::string> bench = args.all("--bench-json");
   const bool wants_plan = report || !json.empty() || !dot.empty() || !args.all("--warmup").empty();
-  // With a report asked for, run at least until the warm-up is done; with --bench-json, two more
-  // runs (the first served run is not timed).
-  const int64_t min_iters =
-      !bench.empty() ? options.warmup_runs + 2 : (wants_plan ? options.warmup_runs : 1);
-  const int64_t iters = std::max(args.integer("--iters", 1, 1), min_iters);
-  std::map<std::string, std::string> given;  // input name -> FILE.pb or SHAPE
+  std::map<std::string, std::vector<std::string>> given;  // input name -> FILE.pb or SHAPE, per set
   for (const std::string& spec : args.all("--input")) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("run: --input wants NAME=FILE.pb or NAME=SHAPE, got '" + spec + "'");
-    if (!given.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
-      throw UsageError("run: input '" + spec.substr(0, eq) + "' is given twice");
+    given[spec.substr(0, eq)].push_back(spec.substr(eq + 1));
   }
+  // An input given C times makes a cycle of C input sets; the others are the same in every set.
+  size_t cycle = 1;
+  for (const auto& [name, specs] : given) cycle = std::max(cycle, specs.size());
+  for (const auto& [name, specs] : given)
+    if (specs.size() != 1 && specs.size() != cycle)
+      throw UsageError("run: input '" + name + "' is given " + std::to_string(specs.size()) +
+                       " times and another input " + std::to_string(cycle) +
+                       " times: give each input once or as often as the others (a cycle of " +
+                       "input sets)");
   std::map<std::string, std::vector<Shape>> schedule;
   for (const std::string& text : args.all("--shapes")) schedule = parse_shape_schedule(text);
+  if (cycle > 1 && !schedule.empty())
+    throw UsageError("run: --shapes and an input given several times both make a cycle; use one");
+  // With a report asked for, run at least until the warm-up is done; with --bench-json, two more
+  // runs (the first served run is not timed). With a cycle, the timed runs start at `timed_from`:
+  // the warm-up rounded up to whole cycles, then max_guard_misses + 1 cycles served untimed (a
+  // set whose shapes the warm-up did not see misses a guard once per cycle, and its region
+  // re-plans after max_guard_misses misses); they are whole cycles.
+  const int64_t c = static_cast<int64_t>(cycle);
+  const int64_t timed_from =
+      cycle > 1 ? (options.warmup_runs + c - 1) / c * c + (options.max_guard_misses + 1) * c
+                : options.warmup_runs + 1;
+  const int64_t min_iters =
+      !bench.empty() ? timed_from + c : (wants_plan ? options.warmup_runs : 1);
+  int64_t iters = std::max(args.integer("--iters", 1, 1), min_iters);
+  if (cycle > 1 && !bench.empty()) iters = timed_from + (iters - timed_from + c - 1) / c * c;
 
   Session session(load_model(args.positional[0]), options);
   const Graph& g = session.graph();
@@ -185,31 +216,45 @@ int cmd_run(const Args& args) {
         << flag << ": the model has no input named '" << name << "' (its inputs: " << input_names(g)
         << ")";
   };
-  for (const auto& [name, value] : given) check_name(name, "--input " + name + "=" + value);
+  for (const auto& [name, specs] : given) check_name(name, "--input " + name + "=" + specs[0]);
   for (const auto& [name, shapes] : schedule) check_name(name, "--shapes");
   std::mt19937 rng(0);
-  std::vector<Tensor> inputs;
-  std::vector<std::string> from(g.inputs.size());
+  std::vector<std::vector<Tensor>> sets(cycle);  // the input sets; run k uses sets[k % cycle]
+  std::vector<std::vector<std::string>> from(cycle, std::vector<std::string>(g.inputs.size()));
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const ValueInfo& v = g.value(g.inputs[i]);
-    if (schedule.count(v.name)) {  // made for each run below
-      inputs.emplace_back();
-      from[i] = "random, shapes from --shapes";
-      continue;
-    }
     auto it = given.find(v.name);
-    inputs.push_back(make_input(v, it == given.end() ? nullptr : &it->second, rng, from[i]));
+    for (size_t s = 0; s < cycle; ++s) {
+      if (schedule.count(v.name)) {  // made for each run below
+        sets[s].emplace_back();
+        from[s][i] = "random, shapes from --shapes";
+      } else if (s > 0 && (it == given.end() || it->second.size() == 1)) {
+        sets[s].push_back(sets[0][i]);  // the same in every set
+        from[s][i] = from[0][i];
+      } else {
+        sets[s].push_back(
+            make_input(v, it == given.end() ? nullptr : &it->second[s], rng, from[s][i]));
+      }
+    }
   }
-  std::printf("inputs:\n");
-  for (size_t i = 0; i < inputs.size(); ++i)
-    std::printf("  %-20s %s (%s)\n", g.value(g.inputs[i]).name.c_str(),
-                inputs[i].defined() ? to_string(inputs[i], 4).c_str() : "", from[i].c_str());
+  std::printf(cycle > 1 ? "inputs (a cycle of %zu sets; run k uses set k mod %zu):\n" : "inputs:\n",
+              cycle, cycle);
+  for (size_t s = 0; s < cycle; ++s) {
+    if (cycle > 1) std::printf(" set %zu:\n", s);
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      std::printf("  %-20s %s (%s)\n", g.value(g.inputs[i]).name.c_str(),
+                  sets[s][i].defined() ? to_string(sets[s][i], 4).c_str() : "", from[s][i].c_str());
+  }
   std::fflush(stdout);  // before any error the run reports on stderr
 
-  std::vector<double> ms, steady;  // all runs; served runs after the first served one
+  std::vector<double> ms, steady;  // all runs; timed runs (with a cycle: timed cycles' means)
+  std::vector<std::vector<double>> by_set(cycle);  // with a cycle: each set's timed run times
   std::vector<Tensor> outputs;
   bool served_before = false;
+  double cycle_sum = 0;
+  int64_t cycle_runs = 0;  // timed runs of the current cycle so far
   for (int64_t k = 0; k < iters; ++k) {
+    std::vector<Tensor>& inputs = sets[k % c];
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       const ValueInfo& v = g.value(g.inputs[i]);
       if (auto it = schedule.find(v.name); it != schedule.end())
@@ -220,8 +265,17 @@ int cmd_run(const Args& args) {
     outputs = session.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
-    if (served && served_before) steady.push_back(ms.back());
-    served_before = served_before || served;
+    if (cycle == 1) {
+      if (served && served_before) steady.push_back(ms.back());
+      served_before = served_before || served;
+    } else if (k >= timed_from) {
+      // A cycle is timed when every run of it was served (planning may come late with a
+      // compile horizon).
+      if (k % c == 0) cycle_sum = 0, cycle_runs = 0;
+      if (served) cycle_sum += ms.back(), ++cycle_runs;
+      by_set[k % c].push_back(ms.back());
+      if (k % c == c - 1 && cycle_runs == c) steady.push_back(cycle_sum / c);
+    }
   }
   std::printf("outputs:\n");
   for (size_t j = 0; j < outputs.size(); ++j)
@@ -242,8 +296,10 @@ int cmd_run(const Args& args) {
   for (const std::string& path : json) write_file(path, rep.to_json());
   for (const std::string& path : dot) write_file(path, rep.to_dot());
   if (!bench.empty()) {
-    SG_ASSERT(!steady.empty());
-    for (const std::string& path : bench) write_file(path, bench_json(steady, session, ms[0]));
+    SG_CHECK(!steady.empty()) << "run: no whole cycle of the input sets was served after the "
+                              << "warm-up; give a larger --iters";
+    for (const std::string& path : bench)
+      write_file(path, bench_json(steady, session, ms[0], std::move(by_set)));
   }
   return 0;
 }

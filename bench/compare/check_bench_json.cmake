@@ -1,13 +1,24 @@
 # Checks `sgraph run MODEL --iters N --threads 1 --bench-json F` on the generated trivial model
 # (x -> Relu -> Exp): the JSON bench/compare reads parses, has the thread count, times N - 4 runs
 # (3 warm-up runs and the first served run are not timed), finds the model's 2 ops compiled in 1
-# region, and reports a peak RSS.
-#   cmake -DSGRAPH=<tool> -DMODEL=<dir> -DWORK_DIR=<dir> -P check_bench_json.cmake
+# region, and reports a peak RSS. With -DCYCLE=1, MODEL is mlp3 (../shared/testdata) served a
+# cycle of its first two data sets (batch 1 and 4): the JSON has the cycle, each set's median and
+# whole cycles timed after the warm-up and 5 more cycles.
+#   cmake -DSGRAPH=<tool> -DMODEL=<dir> -DWORK_DIR=<dir> [-DCYCLE=1] -P check_bench_json.cmake
 cmake_minimum_required(VERSION 3.25)
 set(json ${WORK_DIR}/bench.json)
 file(REMOVE ${json})
 file(MAKE_DIRECTORY ${WORK_DIR})
-execute_process(COMMAND ${SGRAPH} run ${MODEL} --iters 9 --threads 1 --bench-json ${json}
+if(CYCLE)
+  # Warm-up 3 runs rounded up to 4, then 5 cycles untimed: runs 14..19 are 3 timed cycles.
+  set(inputs --input x=${MODEL}/test_data_set_0/input_0.pb --input target=${MODEL}/test_data_set_0/input_1.pb
+             --input x=${MODEL}/test_data_set_1/input_0.pb --input target=${MODEL}/test_data_set_1/input_1.pb)
+  set(iters 20)
+else()
+  set(inputs "")
+  set(iters 9)
+endif()
+execute_process(COMMAND ${SGRAPH} run ${MODEL} --iters ${iters} --threads 1 --bench-json ${json} ${inputs}
   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(NOT code EQUAL 0)
   message(FATAL_ERROR "sgraph run failed (${code}):\n${out}")
@@ -20,11 +31,25 @@ function(expect key op value)
   endif()
 endfunction()
 expect(threads EQUAL 1)
+expect(max_rss_kb GREATER 1000)
+if(CYCLE)
+  expect(timed_runs EQUAL 6)
+  expect(cycle EQUAL 2)
+  string(JSON sets LENGTH "${text}" cycle_set_median_ms)
+  if(NOT sets EQUAL 2)
+    message(FATAL_ERROR "cycle_set_median_ms has ${sets} entries, expected 2\n${text}")
+  endif()
+  string(JSON set1 GET "${text}" cycle_set_median_ms 1)
+  if(NOT set1 GREATER 0)
+    message(FATAL_ERROR "set 1's median is ${set1}\n${text}")
+  endif()
+  expect(ops_compiled GREATER 9)
+  return()
+endif()
 expect(timed_runs EQUAL 5)
 expect(ops EQUAL 2)
 expect(ops_compiled EQUAL 2)
 expect(regions_compiled EQUAL 1)
-expect(max_rss_kb GREATER 1000)
 string(JSON median GET "${text}" median_ms)
 string(JSON min GET "${text}" min_ms)
 if(min GREATER median)

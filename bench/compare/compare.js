@@ -3,7 +3,10 @@
 // (sgraph, ORT, sgraph, ORT, ...) with the same thread count, then prints a Markdown table of
 // medians, their ratio, and each process's peak resident memory against its runtime's baseline.
 //   node compare.js --sgraph BIN --ort-dir DIR --work DIR --models DIR... [--threads N]
-//        [--rounds R] [--target-ms T] [--only SUBSTRING] [--quick]
+//        [--rounds R] [--target-ms T] [--only SUBSTRING] [--quick] [--cycle]
+// --cycle: one row per model with several input shapes, each process serving all of them in turn
+// (data sets in order, one of each shape, cycling), the steady state of a service whose inputs
+// vary; the times are per run, averaged over whole cycles.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -12,12 +15,20 @@ const {readTensor, modelInputNames} = require('./pb.js');
 
 const SGRAPH_WARMUP = 3;  // `sgraph run`'s default warm-up; its first served run is untimed too
 
+// The first timed run, as `sgraph run` counts it: after the warm-up and the first served run, or
+// with a cycle of C input sets, after the warm-up rounded up to whole cycles and 5 more cycles
+// (SessionOptions::max_guard_misses + 1: time for a region to re-plan for a shape the warm-up
+// did not see).
+const timedFrom = (cycle) =>
+  cycle > 1 ? Math.ceil(SGRAPH_WARMUP / cycle) * cycle + 5 * cycle : SGRAPH_WARMUP + 1;
+
 function parseArgs(argv) {
-  const args = {models: [], threads: 1, rounds: 5, 'target-ms': 400, only: '', quick: false};
+  const args = {models: [], threads: 1, rounds: 5, 'target-ms': 400, only: '', quick: false,
+    cycle: false};
   for (let i = 0; i < argv.length; ++i) {
     const key = argv[i].replace(/^--/, '');
-    if (key === 'quick') {
-      args.quick = true;
+    if (key === 'quick' || key === 'cycle') {
+      args[key] = true;
       continue;
     }
     const value = argv[++i];
@@ -31,8 +42,9 @@ function parseArgs(argv) {
   return args;
 }
 
-// One row per model folder and distinct input-shape signature (first data set of each shape).
-function findRows(dirs, only) {
+// One row per model folder and distinct input-shape signature (first data set of each shape), or
+// with `cycle` one row per model folder with several signatures, holding one data set of each.
+function findRows(dirs, only, cycle) {
   const rows = [];
   for (const dir of dirs) {
     const model = path.join(dir, 'model.onnx');
@@ -40,7 +52,7 @@ function findRows(dirs, only) {
     const names = modelInputNames(model);
     const sets = fs.readdirSync(dir).filter((d) => /^test_data_set_\d+$/.test(d))
         .sort((a, b) => parseInt(a.slice(14)) - parseInt(b.slice(14)));
-    const seen = new Set();
+    const seen = new Set(), found = [];
     for (const set of sets) {
       const inputs = fs.readdirSync(path.join(dir, set)).filter((f) => /^input_\d+\.pb$/.test(f))
           .sort((a, b) => parseInt(a.slice(6)) - parseInt(b.slice(6)))
@@ -51,9 +63,13 @@ function findRows(dirs, only) {
       const shape = inputs.map((t) => (t.dims.length ? t.dims.join('x') : '()')).join(', ');
       if (seen.has(shape)) continue;
       seen.add(shape);
-      const name = path.basename(dir);
-      if (name.includes(only)) rows.push({model: name, dir, set: path.join(dir, set), inputs, shape});
+      found.push({set: path.join(dir, set), inputs, shape});
     }
+    const name = path.basename(dir);
+    if (!name.includes(only)) continue;
+    if (!cycle) for (const f of found) rows.push({model: name, dir, sets: [f], shape: f.shape});
+    else if (found.length > 1)
+      rows.push({model: name, dir, sets: found, shape: found.map((f) => f.shape).join(' → ')});
   }
   return rows;
 }
@@ -75,16 +91,19 @@ function makeRunners(args, sgraphThreads) {
   const ortBench = path.join(__dirname, 'ort_bench.js');
   return {
     sgraph(row, iters) {
-      const argv = ['run', row.dir, '--iters', String(SGRAPH_WARMUP + 1 + iters), '--bench-json',
-        sgJson, ...sgraphThreads];
-      for (const t of row.inputs) argv.push('--input', `${t.name}=${t.file}`);
+      const argv = ['run', row.dir, '--iters', String(timedFrom(row.sets.length) + iters),
+        '--bench-json', sgJson, ...sgraphThreads];
+      for (const f of row.sets) for (const t of f.inputs) argv.push('--input', `${t.name}=${t.file}`);
       return runJson(args.sgraph, argv, sgJson);
     },
     ort(row, iters) {
       const argv = [ortBench, '--ort-dir', args['ort-dir'], '--model',
-        path.join(row.dir, 'model.onnx'), '--warmup', String(SGRAPH_WARMUP + 1), '--iters',
-        String(iters), '--threads', String(args.threads), '--expected', row.set, '--json', ortJson];
-      for (const t of row.inputs) argv.push('--input', `${t.name}=${t.file}`);
+        path.join(row.dir, 'model.onnx'), '--warmup', String(timedFrom(row.sets.length)),
+        '--iters', String(iters), '--threads', String(args.threads), '--json', ortJson];
+      for (const f of row.sets) {
+        argv.push('--expected', f.set);
+        for (const t of f.inputs) argv.push('--input', `${t.name}=${t.file}`);
+      }
       return runJson(process.execPath, argv, ortJson);
     },
   };
@@ -109,6 +128,8 @@ function measure(row, run, args) {
     round_medians_ms: rs.map((x) => x.median_ms),
     max_rss_kb: Math.max(...rs.map((x) => x.max_rss_kb)),
     iters: rs[0].timed_runs,
+    ...(rs[0].cycle ? {cycle_set_median_ms: rs[0].cycle_set_median_ms.map((_, c) =>
+      median(rs.map((x) => x.cycle_set_median_ms[c])))} : {}),
   });
   const last = sg[sg.length - 1];
   return {sgraph: {...summary(sg), ops: last.ops, ops_compiled: last.ops_compiled,
@@ -147,11 +168,12 @@ function main() {
   const run = makeRunners(args, hasThreads ? ['--threads', String(args.threads)] : []);
   const baselineDir = args.models.find((d) => path.basename(d) === 'trivial');
   if (!baselineDir) throw new Error('no model folder named trivial among --models (the baseline)');
-  const baseline = measure(findRows([baselineDir], '')[0], run, {...args, rounds: 1});
-  const rows = findRows(args.models.filter((d) => d !== baselineDir), args.only);
+  const baseline = measure(findRows([baselineDir], '', false)[0], run, {...args, rounds: 1});
+  const rows = findRows(args.models.filter((d) => d !== baselineDir), args.only, args.cycle);
   console.log(`# sgraph vs ONNX Runtime ${process.env.ORT_VERSION || ''}: ${args.threads} ` +
               `thread(s), ${args.rounds} alternating round(s), ~${args['target-ms']} ms per ` +
-              `timed loop`);
+              `timed loop${args.cycle ? '; each process cycles through the shapes of a row, ' +
+              'times per run averaged over whole cycles' : ''}`);
   console.log(`baseline (trivial 2-op model): sgraph ${mb(baseline.sgraph.max_rss_kb)} MB, ` +
               `${fmtMs(baseline.sgraph.median_ms)} ms/run; ORT (node) ` +
               `${mb(baseline.ort.max_rss_kb)} MB, ${fmtMs(baseline.ort.median_ms)} ms/run\n`);
@@ -159,7 +181,7 @@ function main() {
               'sgraph MB (vs base) | ORT MB (vs base) | sgraph compiled ops | ' +
               'sgraph interpreted time | check |');
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|');
-  const results = [], checked = {};
+  const results = [], checked = {}, perSet = [];
   let failures = 0;
   for (const row of rows) {
     let line;
@@ -181,7 +203,15 @@ function main() {
       line = `| ${row.model} | ${row.shape} | error: ${e.message} |${' |'.repeat(8)}`;
     }
     console.log(line);
+    const done = results[results.length - 1];
+    if (args.cycle && done.sgraph)
+      perSet.push(`- ${row.model}: ` + row.sets.map((f, c) => {
+        const sg = done.sgraph.cycle_set_median_ms[c], ort = done.ort.cycle_set_median_ms[c];
+        return `${f.shape} ${fmtMs(sg)} / ${fmtMs(ort)} ms (${(sg / ort).toFixed(2)})`;
+      }).join('; '));
   }
+  if (perSet.length) console.log(`\nper shape within the cycle, sgraph / ORT median ms (ratio):\n` +
+                                 perSet.join('\n'));
   const out = path.join(args.work, 'results.json');
   fs.writeFileSync(out, JSON.stringify({threads: args.threads, rounds: args.rounds, baseline,
     rows: results}, null, 1) + '\n');

@@ -2,7 +2,11 @@
 // inputs and writes JSON: median/min ms of the timed runs, the process's peak resident memory,
 // and whether the outputs match the data set's references.
 //   node ort_bench.js --ort-dir DIR --model M.onnx --input NAME=FILE.pb... [--warmup W]
-//        [--iters N] [--threads T] [--expected DATA_SET_DIR] --json OUT
+//        [--iters N] [--threads T] [--expected DATA_SET_DIR]... --json OUT
+// An input given C times makes a cycle of C input sets, as `sgraph run` does (run k uses set
+// k mod C; every input given once or C times, and --expected once per set): the timed runs are
+// then whole cycles, median/min are over each cycle's mean run time, cycle_set_median_ms gives
+// each set's median, and every set's last outputs are checked against its --expected.
 // Session: CPU execution provider, graphOptimizationLevel 'all', intraOpNumThreads T,
 // interOpNumThreads 1, sequential execution.
 'use strict';
@@ -11,13 +15,13 @@ const path = require('path');
 const {readTensor} = require('./pb.js');
 
 function parseArgs(argv) {
-  const args = {input: [], warmup: 4, iters: 20, threads: 1};
+  const args = {input: [], expected: [], warmup: 4, iters: 20, threads: 1};
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, ''), value = argv[i + 1];
     if (value === undefined) throw new Error(`ort_bench: ${argv[i]} needs a value`);
-    if (key === 'input') args.input.push(value);
+    if (key === 'input' || key === 'expected') args[key].push(value);
     else if (['warmup', 'iters', 'threads'].includes(key)) args[key] = Number(value);
-    else if (['ort-dir', 'model', 'expected', 'json'].includes(key)) args[key] = value;
+    else if (['ort-dir', 'model', 'json'].includes(key)) args[key] = value;
     else throw new Error(`ort_bench: unknown option ${argv[i]}`);
   }
   for (const need of ['ort-dir', 'model', 'json'])
@@ -58,29 +62,57 @@ async function main() {
     interOpNumThreads: 1,
     executionMode: 'sequential',
   });
-  const feeds = {};
+  // feeds[c]: the c-th input set; an input given once is the same in every set.
+  const specs = {};
   for (const spec of args.input) {
     const eq = spec.indexOf('=');
-    const t = readTensor(spec.slice(eq + 1));
-    feeds[spec.slice(0, eq)] = new ort.Tensor(t.type, t.data, t.dims);
+    (specs[spec.slice(0, eq)] = specs[spec.slice(0, eq)] || []).push(spec.slice(eq + 1));
   }
-  const ms = [];
-  let results;
-  for (let k = 0; k < args.warmup + args.iters; ++k) {
+  const cycle = Math.max(1, ...Object.values(specs).map((files) => files.length));
+  const feeds = Array.from({length: cycle}, () => ({}));
+  for (const [name, files] of Object.entries(specs)) {
+    if (files.length !== 1 && files.length !== cycle)
+      throw new Error(`input '${name}' is given ${files.length} times, another ${cycle} times`);
+    const tensors = files.map((file) => {
+      const t = readTensor(file);
+      return new ort.Tensor(t.type, t.data, t.dims);
+    });
+    for (let c = 0; c < cycle; ++c) feeds[c][name] = tensors[files.length === 1 ? 0 : c];
+  }
+  if (args.expected.length > 1 && args.expected.length !== cycle)
+    throw new Error(`--expected given ${args.expected.length} times for ${cycle} input sets`);
+  const warmup = cycle > 1 ? Math.ceil(args.warmup / cycle) * cycle : args.warmup;
+  const iters = Math.ceil(args.iters / cycle) * cycle;
+  const ms = [], results = [];
+  for (let k = 0; k < warmup + iters; ++k) {
     const start = process.hrtime.bigint();
-    results = await session.run(feeds);
+    results[k % cycle] = await session.run(feeds[k % cycle]);
     ms.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
-  const timed = ms.slice(args.warmup).sort((a, b) => a - b);
+  // The timed figures: single runs, or with a cycle each whole cycle's mean run time.
+  const runs = ms.slice(warmup), timed = [];
+  for (let k = 0; k < runs.length; k += cycle)
+    timed.push(runs.slice(k, k + cycle).reduce((a, b) => a + b, 0) / cycle);
+  timed.sort((a, b) => a - b);
+  const check = args.expected.length === 0 ? 'not checked' :
+      args.expected.map((dir, c) => checkOutputs(session, results[c], dir))
+          .find((r) => r !== 'ok') || 'ok';
   const out = {
-    timed_runs: timed.length,
+    timed_runs: runs.length,
     first_ms: ms[0],
     median_ms: timed[timed.length >> 1],
     min_ms: timed[0],
     max_rss_kb: process.resourceUsage().maxRSS,
-    check: args.expected ? checkOutputs(session, results, args.expected) : 'not checked',
+    check,
     version: ort.env.versions ? ort.env.versions.common : '',
   };
+  if (cycle > 1) {
+    out.cycle = cycle;
+    out.cycle_set_median_ms = Array.from({length: cycle}, (_, c) => {
+      const mine = runs.filter((_, k) => k % cycle === c).sort((a, b) => a - b);
+      return mine[mine.length >> 1];
+    });
+  }
   fs.writeFileSync(args.json, JSON.stringify(out) + '\n');
 }
 

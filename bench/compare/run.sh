@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # sgraph against ONNX Runtime, one command:
-#   bench/compare/run.sh [--quick] [--threads N] [--rounds R] [--target-ms T] [--only NAME]
+#   bench/compare/run.sh [--quick] [--cycle] [--threads N] [--rounds R] [--target-ms T] [--only NAME]
 # Installs onnxruntime-node into build/ort (once; needs npm and the npm registry), builds the
 # release `sgraph` tool and the model generator, writes the generated models into
 # build/compare/models, then runs every model of ../shared/testdata and the generated ones through
 # both runtimes in alternating processes and prints a Markdown table (bench/README.md explains it).
-# --quick: one round of short timed loops, a smoke run. Exits 1 if any row fails or mismatches.
+# --quick: one round of short timed loops, a smoke run. --cycle: one row per model with several
+# input shapes, each process serving all of them in turn. Exits 1 if any row fails or mismatches.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -23,14 +24,14 @@ die() {
 args=()
 while (($#)); do
   case $1 in
-    --quick) args+=(--quick) ;;
+    --quick | --cycle) args+=("$1") ;;
     --threads | --rounds | --target-ms | --only)
       (($# >= 2)) || die "$1 needs a value"
       args+=("$1" "$2")
       shift
       ;;
     -h | --help)
-      sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *) die "unknown argument '$1' (see --help)" ;;
