@@ -13,8 +13,8 @@
 // [begin, end): it loads the pointers and calls an always-inline body whose pointer parameters are
 // noalias, so LLVM knows the buffers overlap nothing and vectorises without runtime checks. Nests
 // whose outermost loop iterations write disjoint memory (every output nest; a reduction whose
-// outermost dim is kept) may be split over threads; the others run whole. A serial kernel (its
-// plan runs it on one thread, set_serial) calls every nest directly, and LLVM inlines them.
+// outermost dim is kept) may be split over threads; the others run whole. A serial kernel (only
+// ever run on one thread, set_serial) calls every nest directly, and LLVM inlines them.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>

@@ -60,8 +60,8 @@ struct CompiledRegion {
 // size for kernel-local buffers (its contents need not survive between calls). Throws
 // sgraph::Error when the shapes are inconsistent with the graph (e.g. operands that do not
 // broadcast) or LLVM fails.
-// `serial`: the kernel will run on one thread (its plan's threads are 1), so its nests are
-// called directly, not through sgraph_parallel_for, and LLVM inlines them into one function:
+// `serial`: the kernel will only ever run on one thread (a Session of one thread), so its nests
+// are called directly, not through sgraph_parallel_for, and LLVM inlines them into one function:
 // 12-35% less compile time than outlined nests, the kernel as fast (bench/README.md, "What
 // compiling costs"). Such a kernel ignores its context's threads.
 CompiledRegion compile_region(Jit& jit, const Graph& g, const Region& r,

@@ -474,7 +474,7 @@ struct Session::Impl {
     std::vector<std::optional<SymShape>> shapes(graph.values.size());
     for (const auto& [v, s] : p.planned_sym) shapes[v] = s;
     compile(p, [this, region = p.region, shapes = std::move(shapes), symbols = p.symbols.size(),
-                serial = serial_kernel(p.region, *profiler)](jit::Jit& j, bool cached_only) {
+                serial = serial_kernel()](jit::Jit& j, bool cached_only) {
       return jit::compile_dynamic_region(
           j, graph, region, shapes, symbols, "sg_dynamic",
           cached_only ? jit::Jit::Reuse::cached_only : jit::Jit::Reuse::same_code, serial);
@@ -509,7 +509,7 @@ struct Session::Impl {
     ValueGuards vg = value_guards(graph, r, shapes, values ? *values : tracker->small_values());
     if (vg.why_not.empty()) {
       p.value_guards = std::move(vg.guards);
-      compile(p, [this, region = p.region, shapes, reuse, serial = serial_kernel(p.region, prof)](
+      compile(p, [this, region = p.region, shapes, reuse, serial = serial_kernel()](
                      jit::Jit& j, bool cached_only) {
         return jit::compile_region(j, graph, region, shapes, "sg_region",
                                    cached_only ? jit::Jit::Reuse::cached_only : reuse, serial);
@@ -521,11 +521,14 @@ struct Session::Impl {
     return p;
   }
 
-  // Whether the region's kernel will run on one thread (plan_threads' answer), so it is compiled
-  // with its nests inlined (jit::compile_region's `serial`).
-  bool serial_kernel(const Region& r, const OpProfiler& prof) const {
-    return region_threads(profiled_ns(r, prof), max_threads, nullptr) == 1;
-  }
+  // Whether every kernel runs on one thread, so it is compiled with its nests called directly
+  // (jit::compile_region's `serial`). From the configuration alone, not from the region's
+  // profiled time like its threads (plan_threads): the kernel's code, and so its disk cache key,
+  // must not follow a warm-up's timing, or replicas of one service on a loaded machine would miss
+  // each other's kernels. A kernel of the parallel form on one thread (a small region) is as
+  // fast: its nests too small to repay a dispatch are inlined anyway (KernelBuilder::loop_nest),
+  // and sgraph_parallel_for on a one-thread context calls the others directly.
+  bool serial_kernel() const { return max_threads == 1; }
 
   // Resources: a kernel's threads, from its ops' profiled time; every plan gets its own
   // context (a cached kernel is shared, its context is not).

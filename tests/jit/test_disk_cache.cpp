@@ -1,7 +1,8 @@
 // The on-disk kernel cache (DiskCacheOptions, SessionOptions::cache_dir): a second JIT (as a second
 // process would) loads what the first compiled and computes the same; damaged, foreign and renamed
 // entries are ignored and rewritten; an unwritable directory only costs the caching; the directory
-// stays within its bound, least recently used first; JITs sharing a directory concurrently.
+// stays within its bound, least recently used first; JITs sharing a directory concurrently; a
+// Session loads what another compiled, whatever its warm-up's timing.
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,8 @@
 #include <thread>
 
 #include "jit/region_test_util.h"
+#include "runtime/op_profiler.h"
+#include "runtime/warmup_record.h"
 
 using namespace sgraph;
 using namespace sgraph::jit;
@@ -55,6 +58,36 @@ std::string read_file(const fs::path& p) {
 }
 void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::vector<std::string> node_names(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Node& n : g.nodes) out.push_back(n.name);
+  return out;
+}
+std::vector<std::string> value_names(const Graph& g) {
+  std::vector<std::string> out;
+  for (const ValueInfo& v : g.values) out.push_back(v.name);
+  return out;
+}
+
+// g carrying `record` with every op's warm-up times multiplied by `scale`: the same warm-up as
+// timed on a machine more or less loaded.
+Graph retimed(const Graph& g, const std::string& record, double scale) {
+  ShapeTracker tracker(g);
+  OpProfiler prof(g);
+  load_warmup_record(g, record, tracker, prof);
+  std::vector<std::vector<int64_t>> samples = prof.samples();
+  for (std::vector<int64_t>& s : samples)
+    for (int64_t& ns : s) ns = static_cast<int64_t>(static_cast<double>(ns) * scale);
+  std::vector<OpProfile> figures;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    figures.push_back(prof.profile(static_cast<int32_t>(i)));
+  prof.restore(std::move(samples), figures);
+  Graph out = g;
+  out.metadata[kWarmupRecordKey] =
+      save_warmup_record(g, tracker, prof, node_names(g), value_names(g));
+  return out;
 }
 
 }  // namespace
@@ -203,7 +236,7 @@ TEST_CASE("Session: a second Session with the same cache_dir compiles nothing") 
   const std::vector<Tensor> in = {random_of(DType::f32, {4, 64}, 11, -2, 2)};
   SessionOptions o;
   o.cache_dir = dir.path.string();
-  o.threads = 1;  // the kernel's form does not follow the warm-up's timing (see disk_cache.cmake)
+  o.threads = 2;
   std::vector<Tensor> first;
   {
     Session s(g, o);
@@ -222,4 +255,51 @@ TEST_CASE("Session: a second Session with the same cache_dir compiles nothing") 
   CHECK(r.regions[0].kernel_calls == 1);
   check_same(second.at(0), first.at(0));
   CHECK(test::contains(r.to_text(), "loaded from the disk cache"));
+}
+
+TEST_CASE("Session: replicas whose warm-ups timed a region apart share its kernel on disk") {
+  // A region with a nest big enough to be split over threads: its kernel runs on 1 or 2 threads
+  // as its profiled time says, but its code (the cache key) must be the same either way.
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {512, 1024});
+  b.output(b.add(b.mul(b.tanh(x), b.constant("c", Tensor::from<float>({1}, {0.75f}))), x), "y");
+  const Graph g = b.build();
+  const std::vector<Tensor> in = {random_of(DType::f32, {512, 1024}, 13, -2, 2)};
+  std::string record;
+  {
+    SessionOptions w;
+    w.jit = false;
+    Session s(g, w);
+    for (int i = 0; i < w.warmup_runs; ++i) s.run(in);
+    REQUIRE(s.planned());
+    record = s.warmup_record(node_names(g), value_names(g));
+  }
+  TempDir dir;
+  SessionOptions o;
+  o.cache_dir = dir.path.string();
+  o.threads = 2;
+  Tensor first;
+  {  // (a Session of its own: while it lives, the next would share its kernel in memory)
+    Session quiet(retimed(g, record, 1e-4), o);  // profiled at microseconds: the calling thread
+    first = quiet.run(in).at(0);
+    const Report q = quiet.report();
+    CHECK(q.compilations == 1);
+    REQUIRE(q.regions.size() == 1);
+    CHECK(q.regions[0].threads == 1);
+  }
+  Session loaded(retimed(g, record, 1e4), o);  // profiled at seconds: two threads
+  const Tensor second = loaded.run(in).at(0);
+  const Report l = loaded.report();
+  CHECK(l.compilations == 0);
+  CHECK(l.disk_loads == 1);
+  REQUIRE(l.regions.size() == 1);
+  CHECK(l.regions[0].disk_hit);
+  CHECK(l.regions[0].threads == 2);
+  CHECK(l.regions[0].kernel_calls == 1);
+  SessionOptions interp;
+  interp.interpret_only = true;
+  Session ref(g, interp);
+  const Tensor want = ref.run(in).at(0);
+  test::check_tensors_close(first, want, 1e-5, 1e-6);
+  test::check_tensors_close(second, want, 1e-5, 1e-6);
 }
