@@ -102,10 +102,11 @@ std::string fmt(const char* format, double v) {
 }
 
 // --bench-json: `steady` are the run times (ms) after the warm-up and the first served run (with
-// a cycle of input sets, each timed cycle's mean run time, and `by_set` each set's run times);
-// the rest comes from the session after its last run.
+// a cycle of input sets, each timed cycle's mean run time, and `by_set` each set's run times in
+// those cycles); `untimed`: the runs before the first timed one. The rest comes from the session
+// after its last run.
 std::string bench_json(std::vector<double> steady, const Session& session, double first_ms,
-                       std::vector<std::vector<double>> by_set) {
+                       std::vector<std::vector<double>> by_set, int64_t untimed) {
   const double last_ms = steady.back();
   std::sort(steady.begin(), steady.end());
   rusage usage{};
@@ -132,6 +133,7 @@ std::string bench_json(std::vector<double> steady, const Session& session, doubl
     last_interpreted_ms += t.ns * 1e-6;
   }
   std::string j = "{\"threads\": " + std::to_string(session.options().threads);
+  j += ", \"untimed_runs\": " + std::to_string(untimed);
   j += ", \"timed_runs\": " + std::to_string(steady.size() * by_set.size());
   j += ", \"first_ms\": " + fmt("%.4f", first_ms);
   j += ", \"median_ms\": " + fmt("%.4f", steady[steady.size() / 2]);
@@ -251,8 +253,10 @@ int cmd_run(const Args& args) {
   std::vector<std::vector<double>> by_set(cycle);  // with a cycle: each set's timed run times
   std::vector<Tensor> outputs;
   bool served_before = false;
+  int64_t untimed = -1;  // the runs before the first timed one
   double cycle_sum = 0;
-  int64_t cycle_runs = 0;  // timed runs of the current cycle so far
+  std::vector<double> cycle_ms(cycle);  // the current cycle's run times
+  int64_t cycle_runs = 0;               // served runs of the current cycle so far
   for (int64_t k = 0; k < iters; ++k) {
     std::vector<Tensor>& inputs = sets[k % c];
     for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -266,15 +270,22 @@ int cmd_run(const Args& args) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
     if (cycle == 1) {
-      if (served && served_before) steady.push_back(ms.back());
+      if (served && served_before) {
+        if (steady.empty()) untimed = k;
+        steady.push_back(ms.back());
+      }
       served_before = served_before || served;
     } else if (k >= timed_from) {
       // A cycle is timed when every run of it was served (planning may come late with a
       // compile horizon).
       if (k % c == 0) cycle_sum = 0, cycle_runs = 0;
       if (served) cycle_sum += ms.back(), ++cycle_runs;
-      by_set[k % c].push_back(ms.back());
-      if (k % c == c - 1 && cycle_runs == c) steady.push_back(cycle_sum / c);
+      cycle_ms[k % c] = ms.back();
+      if (k % c == c - 1 && cycle_runs == c) {
+        if (steady.empty()) untimed = k + 1 - c;
+        steady.push_back(cycle_sum / c);
+        for (size_t set = 0; set < cycle; ++set) by_set[set].push_back(cycle_ms[set]);
+      }
     }
   }
   std::printf("outputs:\n");
@@ -299,7 +310,7 @@ int cmd_run(const Args& args) {
     SG_CHECK(!steady.empty()) << "run: no whole cycle of the input sets was served after the "
                               << "warm-up; give a larger --iters";
     for (const std::string& path : bench)
-      write_file(path, bench_json(steady, session, ms[0], std::move(by_set)));
+      write_file(path, bench_json(steady, session, ms[0], by_set, untimed));
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 # Checks `sgraph run MODEL --iters N --threads 1 --bench-json F` on the generated trivial model
 # (x -> Relu -> Exp): the JSON bench/compare reads parses, has the thread count, times N - 4 runs
-# (3 warm-up runs and the first served run are not timed), finds the model's 2 ops compiled in 1
+# (3 warm-up runs and the first served run are not timed, and it says so), finds the model's 2 ops compiled in 1
 # region, and reports a peak RSS. With -DCYCLE=1, MODEL is mlp3 (../shared/testdata) served a
 # cycle of its first two data sets (batch 1 and 4): the JSON has the cycle, each set's median and
 # whole cycles timed after the warm-up and 5 more cycles.
@@ -33,6 +33,7 @@ endfunction()
 expect(threads EQUAL 1)
 expect(max_rss_kb GREATER 1000)
 if(CYCLE)
+  expect(untimed_runs EQUAL 14)
   expect(timed_runs EQUAL 6)
   expect(cycle EQUAL 2)
   string(JSON sets LENGTH "${text}" cycle_set_median_ms)
@@ -46,6 +47,7 @@ if(CYCLE)
   expect(ops_compiled GREATER 9)
   return()
 endif()
+expect(untimed_runs EQUAL 4)
 expect(timed_runs EQUAL 5)
 expect(ops EQUAL 2)
 expect(ops_compiled EQUAL 2)

@@ -94,7 +94,12 @@ function makeRunners(args, sgraphThreads) {
       const argv = ['run', row.dir, '--iters', String(timedFrom(row.sets.length) + iters),
         '--bench-json', sgJson, ...sgraphThreads];
       for (const f of row.sets) for (const t of f.inputs) argv.push('--input', `${t.name}=${t.file}`);
-      return runJson(args.sgraph, argv, sgJson);
+      const j = runJson(args.sgraph, argv, sgJson);
+      // ORT is given the same untimed lead: timedFrom must follow sgraph run's.
+      if (j.untimed_runs !== timedFrom(row.sets.length))
+        throw new Error(`sgraph run timed from run ${j.untimed_runs}, compare.js expected ` +
+          `${timedFrom(row.sets.length)}: update timedFrom`);
+      return j;
     },
     ort(row, iters) {
       const argv = [ortBench, '--ort-dir', args['ort-dir'], '--model',
