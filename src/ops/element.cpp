@@ -61,17 +61,19 @@ llvm::Constant* ElementCtx::constant(double v, DType t) const {
 // float-to-int conversion, which would keep NaN defined, is scalarised on x86). 2^n is applied as
 // 2^(n/2) 2^(n - n/2), each a normal number for n in [-150, 128], so results near the ends round
 // to a subnormal, or to inf, in the multiplication itself.
-llvm::Value* ElementCtx::exp_f32(llvm::Value* x) const {
-  llvm::Type* t = x->getType();
+namespace {
+
+// exp(x) for x in [-104, 88.8] or NaN (see exp_f32); `one_scale`: x is in [-87, 0], where 2^n
+// (n >= -126) is a normal number, so one product applies it.
+llvm::Value* exp_f32_clamped(llvm::IRBuilderBase& b, llvm::Value* xc, bool one_scale) {
+  llvm::Type* t = xc->getType();
   llvm::Type* it = t->getWithNewType(b.getInt32Ty());
   const auto k = [&](double v) { return llvm::ConstantFP::get(t, v); };
   const auto ki = [&](int32_t v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v)); };
   const auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* c) {
     return b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {a, m, c});
   };
-  constexpr double kRound = 12582912.0;  // 1.5 * 2^23
-  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, k(-104.0)), k(-104.0), x);
-  xc = b.CreateSelect(b.CreateFCmpOGT(xc, k(88.8)), k(88.8), xc);
+  constexpr double kRound = 12582912.0;                           // 1.5 * 2^23
   llvm::Value* sum = fma(xc, k(1.44269504088896341), k(kRound));  // rint(x log2 e) + 1.5 * 2^23
   llvm::Value* nf = b.CreateFSub(sum, k(kRound));
   llvm::Value* n =
@@ -86,12 +88,30 @@ llvm::Value* ElementCtx::exp_f32(llvm::Value* x) const {
   llvm::Value* q45 = fma(k(1.9875691500e-4), r, k(1.3981999507e-3));
   llvm::Value* p = fma(q45, b.CreateFMul(r2, r2), fma(q23, r2, q01));
   llvm::Value* y = fma(p, r2, b.CreateFAdd(r, k(1.0)));
-  llvm::Value* n1 = b.CreateAShr(n, ki(1));
-  llvm::Value* n2 = b.CreateSub(n, n1);
   const auto pow2 = [&](llvm::Value* e) {  // 2^e for e in [-126, 127]
     return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ki(127)), ki(23)), t);
   };
+  if (one_scale) return b.CreateFMul(y, pow2(n));
+  llvm::Value* n1 = b.CreateAShr(n, ki(1));
+  llvm::Value* n2 = b.CreateSub(n, n1);
   return b.CreateFMul(b.CreateFMul(y, pow2(n1)), pow2(n2));
+}
+
+}  // namespace
+
+llvm::Value* ElementCtx::exp_f32(llvm::Value* x) const {
+  llvm::Type* t = x->getType();
+  const auto k = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, k(-104.0)), k(-104.0), x);
+  xc = b.CreateSelect(b.CreateFCmpOGT(xc, k(88.8)), k(88.8), xc);
+  return exp_f32_clamped(b, xc, /*one_scale=*/false);
+}
+
+// For x in [-87, 0]: n = rint(x log2 e) is in [-126, 0], 2^n a normal number, and y 2^n (y in
+// [0.7, 1.42]) the normal number exp(x), as exact as the two products of exp_f32 (a product by a
+// power of two that stays normal is exact).
+llvm::Value* ElementCtx::exp_f32_nonpositive(llvm::Value* x) const {
+  return exp_f32_clamped(b, x, /*one_scale=*/true);
 }
 
 llvm::Value* ElementCtx::math(std::string_view fn, Operands args) const {

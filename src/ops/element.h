@@ -57,6 +57,10 @@ struct ElementCtx {
   // value for results of at least FLT_MIN, NaN kept, inf and 0 at the ends; subnormal results
   // are rounded twice (within one subnormal step).
   llvm::Value* exp_f32(llvm::Value* x) const;
+  // exp_f32(x) for x known to be in [-87, 0] or NaN (Softmax's x - max, clamped): the same
+  // value with less code, no clamps and 2^n applied in one product (for such x, exp(x) and
+  // 2^n are normal numbers).
+  llvm::Value* exp_f32_nonpositive(llvm::Value* x) const;
   llvm::Value* math(std::string_view fn, llvm::Value* x) const { return math(fn, Operands(&x, 1)); }
   // An LLVM intrinsic overloaded on its first argument's type (llvm.sqrt, llvm.maximum, ...).
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, Operands args) const;

@@ -1,6 +1,7 @@
 // The lowering of Softmax and LogSoftmax, two ways.
 // - Over the innermost axis (every dim after it 1), row by row: one nest over the rows, and in it
-//   three loops over the row while it stays in the L1 cache: its max; exp(x - max) (Softmax) or
+//   three loops over the row while it stays in the L1 cache: its max (of integer keys ordered as
+//   the floats); exp(x - max) (Softmax) or
 //   x - max (LogSoftmax) stored to the output and the sum of exp added up (in the element type
 //   within chunks of 256, so the loop runs at full vector width, and the chunks in f64); then the
 //   stored row times 1 / sum, or less log(sum). The input is read from memory once and exp
@@ -88,9 +89,22 @@ void materialise_rows(Emitter& e, const Node& n, const LocalBuffer& out) {
     const auto out_at = [&](llvm::Value* j) {
       return e.at(out, b.CreateAdd(row, j, "", /*HasNUW=*/true, /*HasNSW=*/true));
     };
-    llvm::Value* m = e.inner_loop(len, {lowest(t, et)}, [&](llvm::Value* j, const auto& acc) {
-      return std::vector<llvm::Value*>{max_of(b, acc[0], e.element(x, at(j)), t)};
+    // The row's max as the max of integer keys ordered as the floats are (sign_key): a vector
+    // loop of integer max instructions, where the floats' NaN-propagating max takes five
+    // instructions a vector and a long reduction. A NaN of either sign still makes every output
+    // NaN: one of positive sign is the greatest key, so the max; one of negative sign the least,
+    // but exp(NaN - max) then makes the sum NaN.
+    llvm::Type* kt = b.getIntNTy(et->getPrimitiveSizeInBits());
+    const auto sign_key = [&](llvm::Value* bits) {  // an involution: it also undoes itself
+      const unsigned top = kt->getIntegerBitWidth() - 1;
+      return b.CreateXor(bits, b.CreateLShr(b.CreateAShr(bits, top), 1));
+    };
+    llvm::Value* start = sign_key(b.CreateBitCast(lowest(t, et), kt));
+    llvm::Value* mkey = e.inner_loop(len, {start}, [&](llvm::Value* j, const auto& acc) {
+      llvm::Value* k = sign_key(b.CreateBitCast(e.element(x, at(j)), kt));
+      return std::vector<llvm::Value*>{b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, acc[0], k)};
     })[0];
+    llvm::Value* m = b.CreateBitCast(sign_key(mkey), et);
     const bool log = n.op == OpKind::LogSoftmax;
     // The sum in chunks of kChunk elements: within one, in the element type (a full-width vector
     // loop, each lane adding kChunk / lanes terms), the chunks' sums in f64.
@@ -106,7 +120,9 @@ void materialise_rows(Emitter& e, const Node& n, const LocalBuffer& out) {
               count, {llvm::ConstantFP::get(et, 0.0)}, [&](llvm::Value* jj, const auto& acc) {
                 llvm::Value* j = b.CreateAdd(base, jj, "", true, true);
                 llvm::Value* d = b.CreateFSub(e.element(x, at(j)), m);
-                llvm::Value* ex = c.math("exp", exp_arg(b, d));
+                // (x - max is at most 0, or NaN: the shorter exp)
+                llvm::Value* ex = et->isFloatTy() ? c.exp_f32_nonpositive(exp_arg(b, d))
+                                                  : c.math("exp", exp_arg(b, d));
                 b.CreateStore(log ? d : ex, out_at(j));
                 return std::vector<llvm::Value*>{reassoc_fadd(b, acc[0], ex)};
               })[0];

@@ -586,6 +586,7 @@ TEST_CASE("JIT: Softmax row by row: output buffers, consumers, empty rows, speci
   for (int j = 0; j < 9; ++j) p[2 * 9 + j] = -inf;                        // a fully masked row
   for (int j = 0; j < 9; j += 2) p[3 * 9 + j] = -1e9f;                    // masked scores
   for (int j = 0; j < 9; ++j) p[4 * 9 + j] = static_cast<float>(j) * 30;  // exp underflows
+  p[5 * 9 + 6] = -nan;  // a NaN of negative sign: the least of the max's integer keys
   for (OpKind op : {OpKind::Softmax, OpKind::LogSoftmax})
     for (int threads : {1, 3}) {
       INFO(op_name(op) << ", threads " << threads);
