@@ -1,7 +1,7 @@
 # Checks `sgraph run MODEL --iters N --threads 1 --bench-json F` on the generated trivial model
 # (x -> Relu -> Exp): the JSON bench/compare reads parses, has the thread count, times N - 4 runs
-# (3 warm-up runs and the first served run are not timed, and it says so), finds the model's 2 ops compiled in 1
-# region, and reports a peak RSS. With -DCYCLE=1, MODEL is mlp3 (../shared/testdata) served a
+# (3 warm-up runs and the first served run are not timed, and it says so), finds the model's 2
+# ops compiled in 1 region, and reports a peak RSS. With -DCYCLE=1, MODEL is mlp3 (../shared/testdata) served a
 # cycle of its first two data sets (batch 1 and 4): the JSON has the cycle, each set's median and
 # whole cycles timed after the warm-up and 5 more cycles.
 #   cmake -DSGRAPH=<tool> -DMODEL=<dir> -DWORK_DIR=<dir> [-DCYCLE=1] -P check_bench_json.cmake
