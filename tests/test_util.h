@@ -207,4 +207,16 @@ struct TempDir {
   std::filesystem::path path;
 };
 
+// g's node names by index and value names by id (the names a warm-up record uses).
+inline std::vector<std::string> node_names(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Node& n : g.nodes) out.push_back(n.name);
+  return out;
+}
+inline std::vector<std::string> value_names(const Graph& g) {
+  std::vector<std::string> out;
+  for (const ValueInfo& v : g.values) out.push_back(v.name);
+  return out;
+}
+
 }  // namespace sgraph::test

@@ -60,17 +60,6 @@ void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-std::vector<std::string> node_names(const Graph& g) {
-  std::vector<std::string> out;
-  for (const Node& n : g.nodes) out.push_back(n.name);
-  return out;
-}
-std::vector<std::string> value_names(const Graph& g) {
-  std::vector<std::string> out;
-  for (const ValueInfo& v : g.values) out.push_back(v.name);
-  return out;
-}
-
 // g carrying `record` with every op's warm-up times multiplied by `scale`: the same warm-up as
 // timed on a machine more or less loaded.
 Graph retimed(const Graph& g, const std::string& record, double scale) {
@@ -86,7 +75,7 @@ Graph retimed(const Graph& g, const std::string& record, double scale) {
   prof.restore(std::move(samples), figures);
   Graph out = g;
   out.metadata[kWarmupRecordKey] =
-      save_warmup_record(g, tracker, prof, node_names(g), value_names(g));
+      save_warmup_record(g, tracker, prof, test::node_names(g), test::value_names(g));
   return out;
 }
 
@@ -272,7 +261,7 @@ TEST_CASE("Session: replicas whose warm-ups timed a region apart share its kerne
     Session s(g, w);
     for (int i = 0; i < w.warmup_runs; ++i) s.run(in);
     REQUIRE(s.planned());
-    record = s.warmup_record(node_names(g), value_names(g));
+    record = s.warmup_record(test::node_names(g), test::value_names(g));
   }
   TempDir dir;
   SessionOptions o;

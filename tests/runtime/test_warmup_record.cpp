@@ -12,17 +12,6 @@ using namespace sgraph::test;
 
 namespace {
 
-std::vector<std::string> node_names(const Graph& g) {
-  std::vector<std::string> out;
-  for (const Node& n : g.nodes) out.push_back(n.name);
-  return out;
-}
-std::vector<std::string> value_names(const Graph& g) {
-  std::vector<std::string> out;
-  for (const ValueInfo& v : g.values) out.push_back(v.name);
-  return out;
-}
-
 // split_mlp warmed up at batches 2, 2, 5: the weight branch stable, the batch-dependent ops
 // changed (a dynamic region over `batch`). Returns its record.
 std::string recorded_mlp(Report* report = nullptr) {
