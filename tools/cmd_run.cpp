@@ -20,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -253,8 +254,7 @@ int cmd_run(const Args& args) {
   std::vector<std::vector<double>> by_set(cycle);  // with a cycle: each set's timed run times
   std::vector<Tensor> outputs;
   bool served_before = false;
-  int64_t untimed = -1;  // the runs before the first timed one
-  double cycle_sum = 0;
+  int64_t untimed = -1;                 // the runs before the first timed one
   std::vector<double> cycle_ms(cycle);  // the current cycle's run times
   int64_t cycle_runs = 0;               // served runs of the current cycle so far
   for (int64_t k = 0; k < iters; ++k) {
@@ -278,12 +278,12 @@ int cmd_run(const Args& args) {
     } else if (k >= timed_from) {
       // A cycle is timed when every run of it was served (planning may come late with a
       // compile horizon).
-      if (k % c == 0) cycle_sum = 0, cycle_runs = 0;
-      if (served) cycle_sum += ms.back(), ++cycle_runs;
+      if (k % c == 0) cycle_runs = 0;
+      if (served) ++cycle_runs;
       cycle_ms[k % c] = ms.back();
       if (k % c == c - 1 && cycle_runs == c) {
         if (steady.empty()) untimed = k + 1 - c;
-        steady.push_back(cycle_sum / c);
+        steady.push_back(std::accumulate(cycle_ms.begin(), cycle_ms.end(), 0.0) / c);
         for (size_t set = 0; set < cycle; ++set) by_set[set].push_back(cycle_ms[set]);
       }
     }
