@@ -52,14 +52,14 @@ void KernelBuilder::build(const std::string& name) {
   for (int32_t i : r_.nodes)
     if (const ops::Lowering* l = ops::op_def(graph.nodes[i].op).lowering; l && l->materialise)
       mat_nodes.push_back(&graph.nodes[i]);
+  // Values several nests would each make again are held before the nodes plan their buffers, so
+  // that a contraction reads such an operand where it is held instead of copying it.
+  const std::vector<std::pair<ValueId, int>> values = shared_values(mat_nodes);
+  for (const auto& [v, after] : values) hold_whole(v);
   for (const Node* n : mat_nodes)
     if (const ops::Lowering* l = ops::op_def(n->op).lowering; l->allocate) l->allocate(*this, *n);
   for (ValueId v : shared_windows(mat_nodes)) {
-    const DType t = graph.values[v].dtype;
-    const LocalBuffer l = local_buffer(memory_type(ctx_, t), dims(v));
-    hold(v, l, [this, t](Value* x) {
-      return t == DType::boolean ? b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0)) : x;
-    });
+    hold_whole(v);
     shared_[producer_[v]] = v;
   }
   allocate_heap();
@@ -72,12 +72,23 @@ void KernelBuilder::build(const std::string& name) {
     kernel_ptrs_.push_back(p);
   }
   table_ = table;
-  for (const Node* n : mat_nodes) {
+  const auto fill_values = [&](int after) {
+    for (const auto& [v, a] : values)
+      if (a == after) {
+        coalesced_.clear();
+        nest_for_ = "value '" + graph.values[v].name + "', shared";
+        fill_shared(v);
+      }
+  };
+  fill_values(-1);
+  for (size_t i = 0; i < mat_nodes.size(); ++i) {
+    const Node* n = mat_nodes[i];
     coalesced_.clear();
     nest_for_ = node_str(*n);
     ops::op_def(n->op).lowering->materialise(*this, *n);
     if (auto it = shared_.find(static_cast<int32_t>(n - graph.nodes.data())); it != shared_.end())
       fill_shared(it->second);
+    fill_values(static_cast<int>(i));
   }
   for (ValueId out : r_.outputs) {
     SG_ASSERT(producer_[out] >= 0)
@@ -126,6 +137,105 @@ std::vector<ValueId> KernelBuilder::shared_windows(const std::vector<const Node*
                 << " nests, computed once into a buffer";
     }
   return shared;
+}
+
+// Values made inline (elementwise ops, index ops, a LayerNormalization's output) that several
+// nests each make again, at a cost that sharing repays: computed once, into a buffer those nests
+// read. A transformer's residual stream is the case: each block's LayerNormalization reads it in
+// its statistics nest and again in the nest that normalises it into a GEMM operand, and the next
+// residual Add reads it too, so made inline every block's nests made it again from the first
+// block's input on, each value at a cost growing with the blocks before it (the recognizer's last
+// LayerNormalization summed eight buffers per element, in each of its passes). Chosen greedily:
+// the value whose sharing saves most, (readers - 1) * cost, until none saves kMinSaving; the cost
+// of an element counts the values its making computes or loads, down to values read from buffers
+// (region inputs, materialised outputs, values already shared). Returned with the index of the
+// last materialised node (of `mat_nodes`) their elements need, -1 for none: each is filled right
+// after that node's nests, in the region's node order.
+std::vector<std::pair<ValueId, int>> KernelBuilder::shared_values(
+    const std::vector<const Node*>& mat_nodes) {
+  constexpr int64_t kMinSaving = 8;
+  const size_t nv = graph.values.size();
+  std::vector<int> mat_index(graph.nodes.size(), -1);
+  for (size_t i = 0; i < mat_nodes.size(); ++i)
+    mat_index[static_cast<size_t>(mat_nodes[i] - graph.nodes.data())] = static_cast<int>(i);
+  std::vector<bool> shared(nv, false);
+  // The values making u's element makes (or loads) again: none for a value read from a buffer.
+  const auto operands = [&](ValueId u) -> std::vector<ValueId> {
+    if (producer_[u] < 0 || shared[u]) return {};
+    const Node& n = graph.nodes[producer_[u]];
+    const ops::Lowering* l = ops::op_def(n.op).lowering;
+    if (l && l->materialise)
+      return l->inline_reads ? l->inline_reads(*this, n) : std::vector<ValueId>{};
+    return n.inputs;
+  };
+  // The values a nest starting from `roots` makes, each once (a nest's elements are cached).
+  std::vector<int> mark(nv, -1);
+  int walk = 0;
+  const auto visit = [&](std::vector<ValueId> todo, const std::function<void(ValueId)>& f) {
+    ++walk;
+    while (!todo.empty()) {
+      const ValueId u = todo.back();
+      todo.pop_back();
+      if (u == kNoValue || mark[u] == walk) continue;
+      mark[u] = walk;
+      f(u);
+      const std::vector<ValueId> more = operands(u);
+      todo.insert(todo.end(), more.begin(), more.end());
+    }
+  };
+  const auto candidate = [&](ValueId u) {
+    if (producer_[u] < 0 || shared[u] || slot_of_[u] >= 0) return false;  // (a region output)
+    const Node& n = graph.nodes[producer_[u]];
+    const ops::OpDef& def = ops::op_def(n.op);
+    if (def.view || n.outputs.size() != 1) return false;
+    return !(def.lowering && def.lowering->materialise) || !operands(u).empty();
+  };
+  std::vector<std::pair<ValueId, int>> chosen;
+  for (;;) {
+    std::vector<int64_t> readers(nv, 0);
+    const auto count = [&](ValueId u) { ++readers[u]; };
+    for (ValueId o : r_.outputs) visit({o}, count);
+    for (const Node* n : mat_nodes) visit(n->inputs, count);
+    for (const auto& [v, after] : chosen) visit(graph.nodes[producer_[v]].inputs, count);
+    ValueId best = kNoValue;
+    int64_t best_saving = kMinSaving - 1;
+    for (ValueId u = 0; static_cast<size_t>(u) < nv; ++u) {
+      if (readers[u] < 2 || !candidate(u)) continue;
+      int64_t cost = 0;
+      visit({u}, [&](ValueId) { ++cost; });
+      if (const int64_t saving = (readers[u] - 1) * cost; saving > best_saving) {
+        best = u;
+        best_saving = saving;
+      }
+    }
+    if (best == kNoValue) break;
+    int after = -1;  // the last materialised node (or shared value's) its elements need
+    visit({best}, [&](ValueId u) {
+      if (producer_[u] < 0) return;
+      if (const int m = mat_index[static_cast<size_t>(producer_[u])]; m > after) after = m;
+      for (const auto& [v, a] : chosen)
+        if (v == u && a > after) after = a;
+    });
+    SG_LOG(2) << name_ << ": value '" << graph.values[best].name << "', read by " << readers[best]
+              << " nests, computed once into a buffer (saves " << best_saving << " per element)";
+    shared[best] = true;
+    chosen.emplace_back(best, after);
+  }
+  // In the graph's (topological) node order, so that a value is filled after those it reads.
+  std::sort(chosen.begin(), chosen.end(), [&](const auto& x, const auto& y) {
+    return std::make_pair(x.second, producer_[x.first]) <
+           std::make_pair(y.second, producer_[y.first]);
+  });
+  return chosen;
+}
+
+// Holds v whole in a local buffer of its own (its elements stored as they are).
+void KernelBuilder::hold_whole(ValueId v) {
+  const DType t = graph.values[v].dtype;
+  const LocalBuffer l = local_buffer(memory_type(ctx_, t), dims(v));
+  if (t != DType::boolean) return hold(v, l, nullptr);
+  hold(v, l,
+       [this](Value* x) { return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0)); });
 }
 
 // A shared window's nest: its elements, computed once, into the buffer it is held in.

@@ -115,7 +115,9 @@ class KernelBuilder final : public ops::Emitter {
   bool worth_threads(int64_t elements, const llvm::Function& bfn) const;
   void emit_nest_entry(llvm::Function* nest, llvm::Function* bfn);
   void emit_output_nest(ValueId v);
+  std::vector<std::pair<ValueId, int>> shared_values(const std::vector<const Node*>& mat_nodes);
   std::vector<ValueId> shared_windows(const std::vector<const Node*>& mat_nodes);
+  void hold_whole(ValueId v);
   void fill_shared(ValueId v);
   llvm::Value* compute(const Node& n, const Index& idx);
   llvm::Value* address(ValueId v, llvm::Value* off);

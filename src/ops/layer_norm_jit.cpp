@@ -199,6 +199,15 @@ llvm::Value* generate_layer_norm(Emitter& e, const Node& n, const Index& idx) {
   return normalised(e, n, idx, m, k);
 }
 
+// Its consumers' loops read the input, the scale and the bias (the output held whole, as a region
+// output made row by row, reads none, but is a region output: never shared).
+std::vector<ValueId> inline_reads_layer_norm(Emitter&, const Node& n) {
+  std::vector<ValueId> in;
+  for (ValueId v : n.inputs)
+    if (v != kNoValue) in.push_back(v);
+  return in;
+}
+
 }  // namespace
 
 extern const Lowering kLayerNormLowering;
@@ -206,6 +215,7 @@ const Lowering kLayerNormLowering{.why_not = why_not_layer_norm,
                                   .why_not_dynamic = why_not_dynamic_layer_norm,
                                   .generate = generate_layer_norm,
                                   .allocate = allocate_layer_norm,
-                                  .materialise = materialise_layer_norm};
+                                  .materialise = materialise_layer_norm,
+                                  .inline_reads = inline_reads_layer_norm};
 
 }  // namespace sgraph::ops

@@ -212,6 +212,11 @@ struct Lowering {
   // Null: MadeInline::no. An output made inline (a direct window: costly to make again) that
   // several nests read is computed once into a buffer they all read (KernelBuilder).
   MadeInline (*made_inline)(Emitter& e, const Node& n) = nullptr;
+  // For a node with `materialise` whose consumers' loops make its elements (`generate`): the
+  // inputs whose elements each of those loops makes again (LayerNormalization's input; Gemm's C).
+  // Null: none. Asked before `allocate`, by the kernel's choice of the values several nests
+  // would each make again (KernelBuilder::shared_values).
+  std::vector<ValueId> (*inline_reads)(Emitter& e, const Node& n) = nullptr;
 };
 
 // ---- helpers lowerings share (lowering.cpp) --------------------------------------------------

@@ -329,6 +329,12 @@ llvm::Value* generate_contraction(Emitter& e, const Node& n, const Index& idx) {
   return e.b.CreateFAdd(x, cx);
 }
 
+// Gemm's C is read in its consumers' loops.
+std::vector<ValueId> inline_reads_contraction(Emitter&, const Node& n) {
+  if (adds_c(n)) return {n.inputs[2]};
+  return {};
+}
+
 // The product is read like a region input; Gemm's C at the output's broadcast index.
 std::optional<std::vector<ValueId>> merge_contraction(Emitter&, const Node& n) {
   if (n.op == OpKind::Gemm && n.inputs.size() > 2) return std::vector<ValueId>{n.inputs[2]};
@@ -344,6 +350,7 @@ const Lowering kContractionLowering{.why_not = why_not_contraction,
                                     .allocate = allocate_contraction,
                                     .materialise = materialise_contraction,
                                     .merge = merge_contraction,
-                                    .reads_product = true};
+                                    .reads_product = true,
+                                    .inline_reads = inline_reads_contraction};
 
 }  // namespace sgraph::ops

@@ -191,6 +191,12 @@ llvm::Value* generate_softmax(Emitter& e, const Node& n, const Index& idx) {
   return b.CreateFMul(c.math("exp", exp_arg(b, d)), inv);
 }
 
+// Made row by row, the output is held whole; otherwise its consumers' loops read the input.
+std::vector<ValueId> inline_reads_softmax(Emitter& e, const Node& n) {
+  if (rows_innermost(e, n)) return {};
+  return {n.inputs[0]};
+}
+
 }  // namespace
 
 extern const Lowering kSoftmaxLowering;
@@ -198,6 +204,7 @@ const Lowering kSoftmaxLowering{.why_not = why_not_softmax,
                                 .why_not_dynamic = why_not_dynamic_softmax,
                                 .generate = generate_softmax,
                                 .allocate = allocate_softmax,
-                                .materialise = materialise_softmax};
+                                .materialise = materialise_softmax,
+                                .inline_reads = inline_reads_softmax};
 
 }  // namespace sgraph::ops

@@ -1,5 +1,12 @@
 // LayerNormalization inside regions: row mean and inverse standard deviation materialised, the
 // normalisation fused with its producers and consumers; compared with the interpreter.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "jit/region_test_util.h"
 
 using namespace sgraph;
@@ -78,4 +85,66 @@ TEST_CASE("JIT LayerNormalization: f64, and integer input is refused with the re
   b.output(b.relu(y));
   const Graph g = b.build();
   CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "several outputs"));
+}
+
+namespace {
+
+// A pre-norm residual stack of `blocks` blocks, x += LayerNorm(x) W_i + b_i, then a last
+// LayerNormalization: the shape of a transformer's residual stream.
+Graph residual_stack(int blocks) {
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {2, 5, 16});
+  const Tensor scale = test::random_f32({16}, 1, 0.5, 2), bias = test::random_f32({16}, 2);
+  const Attributes ln = {{"axis", int64_t{-1}}, {"epsilon", 1e-5}};
+  for (int i = 0; i < blocks; ++i) {
+    const std::string p = "b" + std::to_string(i) + ".";
+    const ValueId h =
+        b.layer_normalization(x, b.constant(p + "g", scale), b.constant(p + "b", bias), ln);
+    const ValueId w = b.constant(p + "w", test::random_f32({16, 16}, 10 + i, -0.3, 0.3));
+    x = b.add(x, b.add(b.matmul(h, w), b.constant(p + "bias", test::random_f32({16}, 30 + i))));
+  }
+  b.output(b.tanh(b.layer_normalization(x, b.constant("g", scale), ln)));
+  return b.build();
+}
+
+// The f32 adds in the kernel's IR as emitted (SGRAPH_DUMP_IR, before LLVM's passes).
+int64_t emitted_fadds(const Graph& g, const Tensor& x) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sgraph_residual_ir_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  setenv("SGRAPH_DUMP_IR", dir.c_str(), 1);
+  std::unique_ptr<Jit> jit = Jit::create();  // (its own: the code is compiled, not reused)
+  unsetenv("SGRAPH_DUMP_IR");
+  const RegionRun run = run_region(g, {x}, *jit);
+  test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-5);
+  int64_t adds = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(f.path());
+    const std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t at = ir.find("fadd float"); at != std::string::npos;
+         at = ir.find("fadd float", at + 1))
+      ++adds;
+  }
+  std::filesystem::remove_all(dir);
+  return adds;
+}
+
+}  // namespace
+
+TEST_CASE("JIT residual stream: each block's sum is computed once, not again in every later nest") {
+  // Made inline, block i's residual sum is made again by every later block's LayerNormalization
+  // nests (statistics, and the normalised GEMM operand) from the input on: the emitted adds grow
+  // with the square of the blocks. Shared (KernelBuilder::shared_values), each sum is stored once
+  // and read back: every further block adds the same code.
+  const Tensor x = test::random_f32({2, 5, 16}, 7, -2, 2);
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    check_region(residual_stack(4), {x}, 1e-4, 1e-5, threads);
+  }
+  const int64_t a3 = emitted_fadds(residual_stack(3), x), a5 = emitted_fadds(residual_stack(5), x),
+                a7 = emitted_fadds(residual_stack(7), x);
+  INFO("f32 adds emitted at 3, 5, 7 blocks: " << a3 << ", " << a5 << ", " << a7);
+  CHECK(a5 > a3);
+  CHECK(a7 - a5 == a5 - a3);
 }
