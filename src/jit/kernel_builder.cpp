@@ -97,6 +97,56 @@ void KernelBuilder::build(const std::string& name) {
     emit_output_nest(out);
   }
   b_.CreateRetVoid();
+  pack_heap();
+}
+
+void KernelBuilder::used(int slot) {
+  const auto [it, fresh] = live_.emplace(slot, std::make_pair(nests_, nests_));
+  if (!fresh) it->second.second = nests_;
+}
+
+// Places the scratch block's buffers by their lifetimes: two buffers share bytes when no nest or
+// runtime call between the first and the last use of one uses the other (the kernel runs its
+// nests and calls one after another). A buffer's uses are the nests whose bodies use its pointer
+// and the runtime calls given it (frame_pointer, call_gemm), each at the number of nests made so
+// far, so a call and the nest before it count as at once. Largest buffers first, each at the lowest
+// offset clear of the live ones placed. text_encoder at 4x64: 73 buffers, 25.4 MB laid end to end.
+// Not with symbolic-size buffers, placed after the static ones at an offset the kernel already
+// holds.
+void KernelBuilder::pack_heap() {
+  if (heap_parts_.empty() || !sym_parts_.empty()) return;
+  std::vector<size_t> order(heap_parts_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return heap_parts_[x].bytes > heap_parts_[y].bytes; });
+  const auto life = [&](const HeapPart& h) {
+    const auto it = live_.find(h.slot);
+    return it == live_.end() ? std::make_pair(0, -1) : it->second;  // (never used: empty)
+  };
+  const int64_t before = heap_bytes_;
+  heap_bytes_ = 0;
+  std::vector<const HeapPart*> placed;
+  for (size_t i : order) {
+    HeapPart& h = heap_parts_[i];
+    const auto [first, last] = life(h);
+    std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of live placed buffers
+    if (first <= last)
+      for (const HeapPart* q : placed)
+        if (const auto [qf, ql] = life(*q); qf <= ql && qf <= last && first <= ql)
+          taken.emplace_back(q->offset, q->offset + q->bytes);
+    std::sort(taken.begin(), taken.end());
+    int64_t at = 0;
+    for (const auto& [b, e] : taken) {
+      if (at + h.bytes <= b) break;
+      at = std::max(at, e);
+    }
+    h.offset = at;
+    h.at->setOperand(1, i64(at));
+    heap_bytes_ = std::max(heap_bytes_, at + h.bytes);
+    placed.push_back(&h);
+  }
+  SG_LOG(2) << name_ << ": " << heap_parts_.size() << " local buffers in a scratch block of "
+            << heap_bytes_ << " bytes (" << before << " laid end to end)";
 }
 
 // The outputs of nodes made inline as windows (Lowering::made_inline) that more than one nest
@@ -447,6 +497,7 @@ void KernelBuilder::emit_nest_entry(llvm::Function* nest, llvm::Function* bfn) {
       args.push_back(llvm::PoisonValue::get(ptr));
       continue;
     }
+    used(static_cast<int>(i));
     llvm::LoadInst* p = b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), i));
     if (slots_[i].output) {  // region outputs are 64-byte aligned (ExecutableGraph checks)
       p->setMetadata(llvm::LLVMContext::MD_align,
@@ -624,8 +675,8 @@ LocalBuffer KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
   if (bytes <= 64 * 1024) {
     local_alloc_[l.slot] = b_.CreateAlloca(t, i64(std::max<int64_t>(1, count)));
   } else {
-    heap_parts_.emplace_back(l.slot, heap_bytes_);
-    heap_bytes_ += (bytes + 63) / 64 * 64;
+    heap_parts_.push_back({l.slot, heap_bytes_, (bytes + 63) / 64 * 64});
+    heap_bytes_ += heap_parts_.back().bytes;
   }
   return l;
 }
@@ -637,8 +688,11 @@ void KernelBuilder::allocate_heap() {
   const auto slot = static_cast<uint64_t>(r_.inputs.size() + r_.outputs.size());
   heap_ = b_.CreateLoad(b_.getPtrTy(),
                         b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), kernel_->getArg(0), slot));
-  for (const auto& [slot, offset] : heap_parts_)
-    local_alloc_[slot] = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), heap_, offset);
+  for (HeapPart& h : heap_parts_) {  // (the offset set again by pack_heap)
+    h.at = llvm::GetElementPtrInst::CreateInBounds(b_.getInt8Ty(), heap_, {i64(h.offset)});
+    b_.Insert(h.at);
+    local_alloc_[h.slot] = h.at;
+  }
   Value* at = i64(heap_bytes_);
   for (size_t k = 0; k < sym_parts_.size(); ++k) {
     local_alloc_[sym_part_slots_[k]] = b_.CreateInBoundsGEP(b_.getInt8Ty(), heap_, at);
@@ -747,6 +801,9 @@ void KernelBuilder::call_gemm(const ops::GemmCall& call) {
   Value* b_off = call.const_b ? llvm::ConstantPointerNull::get(b_.getPtrTy())
                  : call.items ? call.b_items
                               : offsets(call.b_off);
+  for (Value* p : {call.a, call.b, call.c, a_off, b_off})  // (their uses: now, see pack_heap)
+    for (size_t slot = 0; slot < kernel_ptrs_.size(); ++slot)
+      if (kernel_ptrs_[slot] == p) used(static_cast<int>(slot));
   b_.CreateCall(gemm, {kernel_->getArg(2), items, call.M, call.N, call.K, call.a, a_off,
                        i64(call.ta ? 1 : 0), call.b, b_off, i64(call.tb ? 1 : 0), call.c,
                        llvm::ConstantFP::get(b_.getDoubleTy(), call.alpha)});

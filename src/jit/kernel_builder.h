@@ -66,7 +66,10 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Value* element_at_offset(ValueId v, llvm::Value* off) override;
   LocalBuffer local_buffer(llvm::Type* t, int64_t count) override;
   llvm::Value* pointer(const LocalBuffer& l) override { return ptr(l.slot); }
-  llvm::Value* frame_pointer(const LocalBuffer& l) override { return kernel_ptrs_.at(l.slot); }
+  llvm::Value* frame_pointer(const LocalBuffer& l) override {
+    used(l.slot);
+    return kernel_ptrs_.at(l.slot);
+  }
   llvm::Value* frame_pointer(ValueId v) override;
   void hold(ValueId v, LocalBuffer l, Finish finish) override;
   bool held(ValueId v) const override { return held_.count(v) > 0; }
@@ -106,6 +109,8 @@ class KernelBuilder final : public ops::Emitter {
   int add_slot(llvm::Type* t, bool input, bool output);
   llvm::Value* ptr(int slot) const;
   void allocate_heap();
+  void used(int slot);  // the nest being made, or a call after the last one, uses slot
+  void pack_heap();
   // The loops over dims d < rank (none where unit(d)), bounds from bound(d) made inside the body.
   void emit_loops(llvm::Function* bfn, size_t rank, const std::function<bool(size_t)>& unit,
                   const std::function<llvm::Value*(size_t)>& bound, size_t outer, int64_t block,
@@ -167,8 +172,14 @@ class KernelBuilder final : public ops::Emitter {
   std::map<ValueId, Held> held_;           // values computed whole into local buffers
   std::map<int32_t, ValueId> shared_;      // per node: its output held for several nests to read
   std::map<const Node*, std::any> state_;  // lowerings' per-node plans
-  std::vector<std::pair<int, int64_t>> heap_parts_;      // large local buffers: slot, offset
-  int64_t heap_bytes_ = 0;                               // their block's size
+  struct HeapPart {                        // a large local buffer: a part of the scratch block
+    int slot = -1;
+    int64_t offset = 0, bytes = 0;
+    llvm::GetElementPtrInst* at = nullptr;  // in the kernel: its address in the block
+  };
+  std::vector<HeapPart> heap_parts_;
+  std::map<int, std::pair<int, int>> live_;  // per slot used: its first and last use (see used)
+  int64_t heap_bytes_ = 0;                   // their block's size
   std::vector<std::pair<int64_t, SymShape>> sym_parts_;  // symbolic-size ones (after them)
   std::vector<int> sym_part_slots_;                      // and their slots
   llvm::Value* heap_ = nullptr;                          // the block, the caller's scratch

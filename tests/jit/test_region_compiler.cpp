@@ -649,3 +649,28 @@ TEST_CASE("JIT: reductions whose axes input is not a constant cannot be compiled
   const Graph g = b.build();
   CHECK(test::contains(why_not_compilable(g, whole_graph(g)), "axes input is not a constant"));
 }
+
+TEST_CASE("Region compiler: local buffers whose lifetimes do not overlap share the scratch block") {
+  // Six Softmaxes in a chain, each held whole in a 128 KiB buffer (past the stack's 64 KiB, so in
+  // the scratch block) that only the next one reads: laid end to end they took 768 KiB; placed by
+  // lifetime, at most three are live at once (the first, read at the end, and two neighbours). A
+  // buffer reused while still live changes the sum; run_region fills the block with NaN first, so a
+  // buffer overwritten while still read shows in the outputs.
+  const Tensor x = test::random_f32({64, 512}, 9, -4, 4);
+  GraphBuilder b;
+  ValueId v = b.input("x", DType::f32, {64, 512}), first = kNoValue;
+  for (int i = 0; i < 6; ++i) {
+    v = b.softmax(b.mul(v, b.scalar(300.0f)));
+    if (i == 0) first = v;
+  }
+  b.output(b.add(v, first));  // (the first buffer stays live to the end)
+  const Graph g = b.build();
+  constexpr int64_t kBuffer = 64 * 512 * 4;
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    const RegionRun run = run_region(g, {x}, shared_jit(), threads);
+    test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-6);
+    CHECK(run.compiled.scratch_bytes >= kBuffer);
+    CHECK(run.compiled.scratch_bytes <= 3 * kBuffer);
+  }
+}
