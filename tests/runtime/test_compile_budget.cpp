@@ -124,8 +124,14 @@ TEST_CASE("Compile budget: a region whose kernel a cache holds is loaded at once
       CAPTURE(reg.budget);
       CHECK(reg.compiled);
       CHECK(reg.disk_hit);
-      CHECK(reg.kernel_calls == 1);
-      CHECK(contains(reg.budget, "its kernel was cached (disk), taken at once; else deferred"));
+      CHECK(reg.kernel_calls == 1);  // (taken at once: deferred, the third call had none)
+      // A warm-up run stalled long enough (ASan on a loaded machine: ~14 ms for this 3x4 MLP)
+      // makes the region repay its compile even at horizon 1; the cache rule then decided
+      // nothing, and the checks above are what hold.
+      if (contains(reg.budget, "compiled at once: saves"))
+        MESSAGE("the region repaid its compile on its profile alone: " << reg.budget);
+      else
+        CHECK(contains(reg.budget, "its kernel was cached (disk), taken at once; else deferred"));
     }
   }
   // A kernel in this process's memory: the same.
