@@ -98,6 +98,7 @@ void KernelBuilder::build(const std::string& name) {
   }
   b_.CreateRetVoid();
   pack_heap();
+  pack_sym_heap();
 }
 
 void KernelBuilder::used(int slot) {
@@ -111,18 +112,14 @@ void KernelBuilder::used(int slot) {
 // and the runtime calls given it (frame_pointer, call_gemm), each at the number of nests made so
 // far, so a call and the nest before it count as at once. Largest buffers first, each at the lowest
 // offset clear of the live ones placed. text_encoder at 4x64: 73 buffers, 25.4 MB laid end to end.
-// Not with symbolic-size buffers, placed after the static ones at an offset the kernel already
-// holds.
+// Symbolic-size buffers follow, placed by pack_sym_heap.
 void KernelBuilder::pack_heap() {
-  if (heap_parts_.empty() || !sym_parts_.empty()) return;
+  if (heap_parts_.empty()) return;
   std::vector<size_t> order(heap_parts_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t x, size_t y) { return heap_parts_[x].bytes > heap_parts_[y].bytes; });
-  const auto life = [&](const HeapPart& h) {
-    const auto it = live_.find(h.slot);
-    return it == live_.end() ? std::make_pair(0, -1) : it->second;  // (never used: empty)
-  };
+  const auto life = [&](const HeapPart& h) { return this->life(h.slot); };
   const int64_t before = heap_bytes_;
   heap_bytes_ = 0;
   std::vector<const HeapPart*> placed;
@@ -147,6 +144,73 @@ void KernelBuilder::pack_heap() {
   }
   SG_LOG(2) << name_ << ": " << heap_parts_.size() << " local buffers in a scratch block of "
             << heap_bytes_ << " bytes (" << before << " laid end to end)";
+}
+
+std::pair<int, int> KernelBuilder::life(int slot) const {
+  const auto it = live_.find(slot);
+  return it == live_.end() ? std::make_pair(0, -1) : it->second;  // (never used: empty)
+}
+
+// Places a dynamic kernel's symbolic-size buffers after the static parts by their lifetimes, as
+// pack_heap does, but with sizes known only when the kernel runs: the buffers are put in groups
+// whose members are never live at once, each group one part of the block as large as its largest
+// member (the kernel takes the maximum of its members' sizes, the runtime likewise, see
+// scratch_need). In order of first use, a buffer joins a group holding a buffer of the same size,
+// else any group it fits in (max(a, b) <= a + b: joining never costs more than a part of its own),
+// else starts one.
+void KernelBuilder::pack_sym_heap() {
+  if (sym_parts_.empty()) return;
+  std::vector<size_t> order(sym_parts_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return life(sym_parts_[x].slot).first < life(sym_parts_[y].slot).first;
+  });
+  const auto same_size = [](const SymScratchBuffer& x, const SymScratchBuffer& y) {
+    if (x.elem_bytes != y.elem_bytes || x.dims.size() != y.dims.size()) return false;
+    for (size_t d = 0; d < x.dims.size(); ++d)
+      if (x.dims[d] != y.dims[d]) return false;
+    return true;
+  };
+  std::vector<std::vector<size_t>> groups;
+  for (size_t i : order) {
+    const auto [first, last] = life(sym_parts_[i].slot);
+    const auto fits = [&](const std::vector<size_t>& group) {
+      if (first > last) return true;
+      for (size_t j : group)
+        if (const auto [f, l] = life(sym_parts_[j].slot); f <= l && f <= last && first <= l)
+          return false;
+      return true;
+    };
+    std::vector<size_t>* into = nullptr;
+    for (auto& group : groups)
+      if (fits(group)) {
+        const bool same = std::any_of(group.begin(), group.end(), [&](size_t j) {
+          return same_size(sym_parts_[j].size, sym_parts_[i].size);
+        });
+        if (same || !into) into = &group;
+        if (same) break;
+      }
+    if (into)
+      into->push_back(i);
+    else
+      groups.push_back({i});
+  }
+  b_.SetInsertPoint(sym_parts_.front().at);
+  Value* at = i64(heap_bytes_);
+  sym_groups_.clear();
+  for (const auto& group : groups) {
+    Value* bytes = sym_parts_[group.front()].bytes;
+    sym_groups_.emplace_back();
+    for (size_t j : group) {
+      if (j != group.front())
+        bytes = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umax, bytes, sym_parts_[j].bytes);
+      sym_parts_[j].at->setOperand(1, at);
+      sym_groups_.back().push_back(sym_parts_[j].size);
+    }
+    at = b_.CreateAdd(at, bytes, "", true, true);
+  }
+  SG_LOG(2) << name_ << ": " << sym_parts_.size() << " local buffers of symbolic size in "
+            << groups.size() << " parts of the scratch block";
 }
 
 // The outputs of nodes made inline as windows (Lowering::made_inline) that more than one nest
@@ -693,14 +757,15 @@ void KernelBuilder::allocate_heap() {
     b_.Insert(h.at);
     local_alloc_[h.slot] = h.at;
   }
-  Value* at = i64(heap_bytes_);
-  for (size_t k = 0; k < sym_parts_.size(); ++k) {
-    local_alloc_[sym_part_slots_[k]] = b_.CreateInBoundsGEP(b_.getInt8Ty(), heap_, at);
-    Value* bytes =
-        b_.CreateMul(count(sym_parts_[k].second), i64(sym_parts_[k].first), "", true, true);
-    bytes = b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(bytes, i64(63), "", true, true), i64(64)),
-                         i64(64), "", true, true);
-    at = b_.CreateAdd(at, bytes, "", true, true);
+  for (SymPart& p : sym_parts_) {
+    Value* bytes = b_.CreateMul(count(p.size.dims), i64(p.size.elem_bytes), "", true, true);
+    p.bytes = b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(bytes, i64(63), "", true, true), i64(64)),
+                           i64(64), "", true, true);
+  }
+  for (SymPart& p : sym_parts_) {  // (the offsets made by pack_sym_heap)
+    p.at = llvm::GetElementPtrInst::CreateInBounds(b_.getInt8Ty(), heap_, {i64(0)});
+    b_.Insert(p.at);
+    local_alloc_[p.slot] = p.at;
   }
 }
 

@@ -30,6 +30,7 @@
 #include "ir/region.h"
 #include "ir/sym_shape.h"
 #include "jit/parallel.h"
+#include "jit/region_compiler.h"
 #include "ops/lowering.h"
 #include "sgraph/graph.h"
 
@@ -51,9 +52,9 @@ class KernelBuilder final : public ops::Emitter {
   void build(const std::string& name);
   // Bytes of the scratch block the kernel expects after its outputs (0: none), 64-byte aligned.
   int64_t scratch_bytes() const { return heap_bytes_; }
-  // A dynamic region's local buffers of symbolic size, placed after those: per buffer, its
-  // element bytes and the dims whose product is its element count (each part 64-byte aligned).
-  const std::vector<std::pair<int64_t, SymShape>>& scratch_sym() const { return sym_parts_; }
+  // A dynamic region's local buffers of symbolic size, placed after those, in groups that share
+  // a part of the block (see SymScratch).
+  const SymScratch& scratch_sym() const { return sym_groups_; }
 
   // ---- ops::Emitter
   const Shape& planned_shape(ValueId v) const override;
@@ -111,6 +112,8 @@ class KernelBuilder final : public ops::Emitter {
   void allocate_heap();
   void used(int slot);  // the nest being made, or a call after the last one, uses slot
   void pack_heap();
+  void pack_sym_heap();
+  std::pair<int, int> life(int slot) const;
   // The loops over dims d < rank (none where unit(d)), bounds from bound(d) made inside the body.
   void emit_loops(llvm::Function* bfn, size_t rank, const std::function<bool(size_t)>& unit,
                   const std::function<llvm::Value*(size_t)>& bound, size_t outer, int64_t block,
@@ -180,9 +183,15 @@ class KernelBuilder final : public ops::Emitter {
   std::vector<HeapPart> heap_parts_;
   std::map<int, std::pair<int, int>> live_;  // per slot used: its first and last use (see used)
   int64_t heap_bytes_ = 0;                   // their block's size
-  std::vector<std::pair<int64_t, SymShape>> sym_parts_;  // symbolic-size ones (after them)
-  std::vector<int> sym_part_slots_;                      // and their slots
-  llvm::Value* heap_ = nullptr;                          // the block, the caller's scratch
+  struct SymPart {  // a local buffer of symbolic size: after the static parts (pack_sym_heap)
+    int slot = -1;
+    SymScratchBuffer size;
+    llvm::Value* bytes = nullptr;           // in the kernel: its bytes, rounded up to 64
+    llvm::GetElementPtrInst* at = nullptr;  // in the kernel: its address in the block
+  };
+  std::vector<SymPart> sym_parts_;
+  SymScratch sym_groups_;        // their groups, as placed
+  llvm::Value* heap_ = nullptr;  // the block, the caller's scratch
 };
 
 }  // namespace sgraph::jit

@@ -203,4 +203,21 @@ CompiledRegion compile_dynamic_region(Jit& jit, const Graph& g, const Region& r,
                       [&](llvm::Module& m) { return KernelBuilder(g, r, shapes, num_symbols, m); });
 }
 
+std::optional<int64_t> scratch_need(int64_t static_bytes, const SymScratch& sym,
+                                    std::span<const int64_t> syms) {
+  int64_t need = static_bytes;
+  for (const auto& group : sym) {
+    int64_t part = 0;
+    for (const SymScratchBuffer& b : group) {
+      int64_t bytes = b.elem_bytes;
+      for (const SymDim& d : b.dims)
+        if (__builtin_mul_overflow(bytes, d.value(syms), &bytes)) return std::nullopt;
+      if (__builtin_add_overflow(bytes, 63, &bytes)) return std::nullopt;
+      part = std::max(part, bytes / 64 * 64);
+    }
+    if (__builtin_add_overflow(need, part, &need)) return std::nullopt;
+  }
+  return need;
+}
+
 }  // namespace sgraph::jit

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,15 +42,29 @@ namespace sgraph::jit {
 // an unsupported dtype); "" when it can. Needs only the graph's dtypes and constants, not shapes.
 std::string why_not_compilable(const Graph& g, const Region& r);
 
+// A dynamic kernel's local buffers of symbolic size, as parts of its scratch block after the
+// static ones: one part per group, its buffers never live at once (they share it), as large as the
+// largest of them. A buffer is its element bytes and the dims whose product is its element count;
+// each buffer's bytes are rounded up to 64.
+struct SymScratchBuffer {
+  int64_t elem_bytes = 0;
+  SymShape dims;
+};
+using SymScratch = std::vector<std::vector<SymScratchBuffer>>;
+
 struct CompiledRegion {
   Jit::Kernel kernel;         // kernel.fn is nullptr when the region was not compiled
   double compile_ms = 0;      // building the IR, optimising, generating code
   std::string why_not;        // why_not_compilable's answer when not compiled
   int64_t scratch_bytes = 0;  // the scratch block the kernel needs (0: none)
-  // A dynamic kernel's scratch parts of symbolic size, after scratch_bytes: per part, its element
-  // bytes and the dims whose product is its element count, each rounded up to 64 bytes.
-  std::vector<std::pair<int64_t, SymShape>> scratch_sym;
+  // A dynamic kernel's scratch parts of symbolic size, after scratch_bytes (see SymScratch).
+  SymScratch scratch_sym;
 };
+
+// The bytes of a kernel's scratch block at these symbol values: `static_bytes`, then each part of
+// `sym` in turn, as large as its largest buffer. Nullopt when the size overflows.
+std::optional<int64_t> scratch_need(int64_t static_bytes, const SymScratch& sym,
+                                    std::span<const int64_t> syms);
 
 // Compiles the region into a kernel named after `name` (the JIT makes the name unique). The kernel
 // is shared with any earlier region whose emitted code is the same (Jit::Reuse::same_code, the

@@ -88,8 +88,10 @@ LocalBuffer KernelBuilder::local_buffer(llvm::Type* t, const SymShape& s) {
   if (is_static(s)) return local_buffer(t, numel(eval_shape(s, {})));
   SG_ASSERT(!table_) << "a local buffer asked for after the kernel's buffers were placed";
   LocalBuffer l{add_slot(t, false, false), t};
-  sym_parts_.emplace_back(static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t)), s);
-  sym_part_slots_.push_back(l.slot);
+  sym_parts_.push_back({l.slot,
+                        {static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t)), s},
+                        nullptr,
+                        nullptr});
   return l;
 }
 

@@ -293,19 +293,12 @@ bool ExecutableGraph::guard_holds(const RegionPlan& r, RegionCall& c,
   return true;
 }
 
-// The bytes of r's scratch block for the bound symbols: the static parts, then each symbolic part
-// rounded up to 64 bytes (the kernel places them the same way).
+// The bytes of r's scratch block for the bound symbols (the kernel places its parts the same way).
 int64_t ExecutableGraph::scratch_need(const RegionPlan& r, const RegionCall& c) const {
-  int64_t need = r.scratch_bytes;
-  for (const auto& [elem_bytes, dims] : r.scratch_sym) {
-    int64_t bytes = elem_bytes;
-    for (const SymDim& d : dims)
-      SG_CHECK(!__builtin_mul_overflow(bytes, d.value(c.sym_values), &bytes))
-          << "a dynamic region's scratch size overflows at these shapes";
-    SG_CHECK(!__builtin_add_overflow(need, (bytes + 63) / 64 * 64, &need))
-        << "a dynamic region's scratch size overflows at these shapes";
-  }
-  return need;
+  const std::optional<int64_t> need =
+      jit::scratch_need(r.scratch_bytes, r.scratch_sym, c.sym_values);
+  SG_CHECK(need) << "a dynamic region's scratch size overflows at these shapes";
+  return *need;
 }
 
 void ExecutableGraph::call_kernel(const RegionPlan& r, RegionCall& c, CallState& state,

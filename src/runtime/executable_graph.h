@@ -105,7 +105,7 @@ struct RegionPlan {
   int64_t scratch_bytes = 0;   // the kernel's scratch block (0: none)
   // A dynamic kernel's scratch parts of symbolic size after those (jit::CompiledRegion): the
   // block is sized per call and grown to the largest size seen.
-  std::vector<std::pair<int64_t, SymShape>> scratch_sym;
+  jit::SymScratch scratch_sym;
   bool cache_hit = false;  // the kernel is one compiled before for the same code
   bool disk_hit = false;   // the kernel was loaded from the disk cache
   // Background compilation (Session): the id of the job compiling its kernel (0: none), and the

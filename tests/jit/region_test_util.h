@@ -257,11 +257,8 @@ struct Dynamic {
       outs.emplace_back(g.value(v).dtype, eval_shape(*sd.values[v], syms));
       buffers.push_back(outs.back().raw_data());
     }
-    // The scratch block, sized as the runtime sizes it: the static parts, then each symbolic
-    // part rounded up to 64 bytes.
-    int64_t scratch = c.scratch_bytes;
-    for (const auto& [elem_bytes, dims] : c.scratch_sym)
-      scratch += (elem_bytes * numel(eval_shape(dims, syms)) + 63) / 64 * 64;
+    // The scratch block, sized as the runtime sizes it.
+    const int64_t scratch = jit::scratch_need(c.scratch_bytes, c.scratch_sym, syms).value();
     std::vector<std::byte> block(static_cast<size_t>(scratch) + 64, std::byte{0xff});
     if (scratch > 0)
       buffers.push_back(
