@@ -1,6 +1,8 @@
 // KernelBuilder: the kernel's frame, its loop nests, element generation, loads and stores.
 #include "jit/kernel_builder.h"
 
+#include <llvm/IR/StructuralHash.h>
+
 #include <algorithm>
 
 #include "ir/debug.h"
@@ -63,15 +65,11 @@ void KernelBuilder::build(const std::string& name) {
     shared_[producer_[v]] = v;
   }
   allocate_heap();
-  Value* table = b_.CreateAlloca(ptr, i64(static_cast<int64_t>(slots_.size())), "table");
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    Value* p = i < nargs
-                   ? b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, kernel_->getArg(0), i))
-                   : local_alloc_[i];
-    b_.CreateStore(p, b_.CreateConstInBoundsGEP1_64(ptr, table, i));
-    kernel_ptrs_.push_back(p);
-  }
-  table_ = table;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    kernel_ptrs_.push_back(
+        i < nargs ? b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, kernel_->getArg(0), i))
+                  : local_alloc_[i]);
+  placed_ = true;
   const auto fill_values = [&](int after) {
     for (const auto& [v, a] : values)
       if (a == after) {
@@ -97,6 +95,7 @@ void KernelBuilder::build(const std::string& name) {
     emit_output_nest(out);
   }
   b_.CreateRetVoid();
+  inline_nests();
   pack_heap();
   pack_sym_heap();
 }
@@ -409,17 +408,51 @@ llvm::Function* KernelBuilder::make_nest(llvm::Function*& bfn) {
   return nest;
 }
 
-// A nest run on the calling thread over [0, trip). A static kernel's nests are inlined into it
-// (called once each: one function, no per-function code-generation cost, 20-30 ms less for a
-// small model's kernel). A dynamic kernel's stay functions of their own: code generation's loop
-// strength reduction grows faster than linearly with a function's loops over symbolic bounds, and
-// one function for ppocr_mobile_v2_cls's 209-op dynamic region took 11.6 s of code generation,
-// 9.1 s of it in that pass (`llc -time-passes` on its SGRAPH_DUMP_IR module; 1.1 s with
-// -disable-lsr). Split, `sgraph check` on its data sets at 1 thread compiles in 1.5 s instead of
-// 8.3 s, with a process peak of 97 MB instead of 209 MB.
-void KernelBuilder::call_serial(llvm::Function* nest, Value* trip) {
-  nest->addFnAttr(dynamic() ? llvm::Attribute::NoInline : llvm::Attribute::AlwaysInline);
-  b_.CreateCall(nest, {table_, i64(0), trip});
+// Runs a nest over [0, trip) from the kernel: on the calling thread, or split over threads by
+// sgraph_parallel_for. It is given a table of the pointers its body uses (finish_nest), filled
+// here. Whether a nest called on the calling thread is inlined is settled when the kernel is done
+// (inline_nests).
+void KernelBuilder::call_nest(llvm::Function* nest, const std::vector<int>& slots, Value* trip,
+                              bool threads) {
+  llvm::Type* ptr = b_.getPtrTy();
+  Value* table = llvm::ConstantPointerNull::get(b_.getPtrTy());
+  if (!slots.empty()) {
+    llvm::BasicBlock& entry = kernel_->getEntryBlock();
+    llvm::IRBuilder<> at_entry(&entry, entry.getFirstInsertionPt());
+    table = at_entry.CreateAlloca(ptr, i64(static_cast<int64_t>(slots.size())), "nest.ptrs");
+    for (size_t j = 0; j < slots.size(); ++j) {
+      b_.CreateStore(kernel_ptrs_.at(slots[j]), b_.CreateConstInBoundsGEP1_64(ptr, table, j));
+      used(slots[j]);
+    }
+  }
+  NestUse& use = nest_uses_[nest];
+  ++use.calls;
+  if (threads) {
+    llvm::FunctionCallee pfor = m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr,
+                                                       ptr, ptr, b_.getInt64Ty());
+    b_.CreateCall(pfor, {kernel_->getArg(2), nest, table, trip});
+  } else {
+    use.serial = true;
+    b_.CreateCall(nest, {table, i64(0), trip});
+  }
+}
+
+// A nest called once on the calling thread is inlined into a static kernel (one function, no
+// per-function code-generation cost: 20-30 ms less for a small model's kernel). One called more
+// than once (the same code for several nodes, finish_nest) is compiled once and called. A dynamic
+// kernel's nests stay functions of their own: code generation's loop strength reduction grows
+// faster than linearly with a function's loops over symbolic bounds, and one function for
+// ppocr_mobile_v2_cls's 209-op dynamic region took 11.6 s of code generation, 9.1 s of it in that
+// pass (`llc -time-passes` on its SGRAPH_DUMP_IR module; 1.1 s with -disable-lsr). Split, `sgraph
+// check` on its data sets at 1 thread compiles in 1.5 s instead of 8.3 s, with a process peak of
+// 97 MB instead of 209 MB.
+void KernelBuilder::inline_nests() {
+  for (const auto& [nest, use] : nest_uses_) {
+    if (dynamic() || use.calls > 1)
+      nest->addFnAttr(llvm::Attribute::NoInline);
+    else if (use.serial)
+      nest->addFnAttr(llvm::Attribute::AlwaysInline);
+  }
 }
 
 void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll) {
@@ -437,25 +470,17 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
         break;
       }
   trip /= block;
-  llvm::Type* ptr = b_.getPtrTy();
-  llvm::Type* i64t = b_.getInt64Ty();
   llvm::Function* bfn = nullptr;
   llvm::Function* nest = make_nest(bfn);
   const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
   emit_loops(
       bfn, s.size(), [&](size_t d) { return s[d] == 1; }, [&](size_t d) { return i64(s[d]); },
       outer, block, body, unroll);
-  emit_nest_entry(nest, bfn);
-  b_.restoreIP(in_kernel);
-
   // In the kernel: run the nest, split over threads when allowed and worth a dispatch.
-  if (parallel && trip > 1 && !serial_ && worth_threads(numel(s), *bfn)) {
-    llvm::FunctionCallee pfor =
-        m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr, ptr, ptr, i64t);
-    b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, i64(trip)});
-  } else {
-    call_serial(nest, i64(trip));
-  }
+  const bool threads = parallel && trip > 1 && !serial_ && worth_threads(numel(s), *bfn);
+  const auto [code, used_slots] = finish_nest(nest, bfn);
+  b_.restoreIP(in_kernel);
+  call_nest(code, used_slots, i64(trip), threads);
 }
 
 // Whether a static nest of `elements` runs of the body `bfn` repays a parallel dispatch (about
@@ -548,40 +573,85 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, size_t rank,
   cache_.clear();
 }
 
-// The nest: loads the pointers the body uses and calls the body. Only those are noalias (the
-// others are passed as poison): in a region of hundreds of buffers, noalias pointers the body does
-// not use would each become an alias scope to track once inlined, in every nest.
-void KernelBuilder::emit_nest_entry(llvm::Function* nest, llvm::Function* bfn) {
+// Completes a nest whose body `bfn` is emitted, and returns the nest to call (this one, or an
+// earlier one with the same code) and the slots whose pointers to give it (call_nest). The body is
+// remade to take only the pointers it uses, in slot order, and the nest to load them from the
+// table it is given: so nests doing the same work on other buffers are the same function (every
+// layer of a transformer: text_encoder's 4 layers, 57 nests, are then 25), compiled once. Only the
+// pointers the body uses are noalias: in a region of hundreds of buffers, noalias pointers the body
+// does not use would each become an alias scope to track once inlined, in every nest.
+std::pair<llvm::Function*, std::vector<int>> KernelBuilder::finish_nest(llvm::Function* nest,
+                                                                        llvm::Function* bfn) {
   llvm::Type* ptr = b_.getPtrTy();
-  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", nest));
-  std::vector<Value*> args;
-  std::vector<llvm::AttributeSet> param_attrs(slots_.size() + 2);
-  for (unsigned i = 0; i < slots_.size(); ++i) {
-    if (bfn->getArg(i)->use_empty()) {
-      args.push_back(llvm::PoisonValue::get(ptr));
-      continue;
-    }
-    used(static_cast<int>(i));
-    llvm::LoadInst* p = b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), i));
-    if (slots_[i].output) {  // region outputs are 64-byte aligned (ExecutableGraph checks)
-      p->setMetadata(llvm::LLVMContext::MD_align,
-                     llvm::MDNode::get(ctx_, llvm::ConstantAsMetadata::get(b_.getInt64(64))));
-      if (slots_[i].stream) p->setMetadata(kStreamMetadata, llvm::MDNode::get(ctx_, {}));
-    }
-    args.push_back(p);
+  llvm::Type* i64t = b_.getInt64Ty();
+  const auto nslots = static_cast<unsigned>(slots_.size());
+  std::vector<int> slots;
+  for (unsigned i = 0; i < nslots; ++i)
+    if (!bfn->getArg(i)->use_empty()) slots.push_back(static_cast<int>(i));
+  std::vector<llvm::Type*> params(slots.size(), ptr);
+  params.push_back(i64t);
+  params.push_back(i64t);
+  auto* body = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
+                                      llvm::Function::InternalLinkage, "", m_);
+  body->takeName(bfn);
+  body->setAttributes(llvm::AttributeList::get(ctx_, bfn->getAttributes().getFnAttrs(), {}, {}));
+  body->splice(body->end(), bfn);
+  const auto nused = static_cast<unsigned>(slots.size());
+  for (unsigned j = 0; j < nused; ++j)
+    bfn->getArg(static_cast<unsigned>(slots[j]))->replaceAllUsesWith(body->getArg(j));
+  bfn->getArg(nslots)->replaceAllUsesWith(body->getArg(nused));
+  bfn->getArg(nslots + 1)->replaceAllUsesWith(body->getArg(nused + 1));
+  bfn->eraseFromParent();
+  std::vector<llvm::AttributeSet> param_attrs(nused + 2);
+  for (unsigned j = 0; j < nused; ++j) {
+    const Slot& slot = slots_[slots[j]];
     llvm::AttrBuilder ab(ctx_);
     ab.addAttribute(llvm::Attribute::NoAlias).addAttribute(llvm::Attribute::NoCapture);
-    if (slots_[i].input) ab.addAttribute(llvm::Attribute::ReadOnly);
-    if (slots_[i].output && !slots_[i].read_back) ab.addAttribute(llvm::Attribute::WriteOnly);
-    param_attrs[i] = llvm::AttributeSet::get(ctx_, ab);
+    if (slot.input) ab.addAttribute(llvm::Attribute::ReadOnly);
+    if (slot.output && !slot.read_back) ab.addAttribute(llvm::Attribute::WriteOnly);
+    param_attrs[j] = llvm::AttributeSet::get(ctx_, ab);
   }
-  const llvm::AttributeList attrs = bfn->getAttributes();
-  bfn->setAttributes(
+  const llvm::AttributeList attrs = body->getAttributes();
+  body->setAttributes(
       llvm::AttributeList::get(ctx_, attrs.getFnAttrs(), attrs.getRetAttrs(), param_attrs));
+
+  // The same code as an earlier nest: the same body (llvm::FunctionComparator: same instructions,
+  // types, constants, callees and attributes, up to renaming) and pointers of the same kinds.
+  std::vector<int> kinds;
+  for (int slot : slots) {
+    const Slot& k = slots_[slot];
+    kinds.push_back(k.input | k.output << 1 | k.stream << 2 | k.read_back << 3);
+  }
+  const uint64_t hash = llvm::StructuralHash(*body);
+  for (auto [it, end] = nest_codes_.equal_range(hash); it != end; ++it) {
+    const NestCode& code = it->second;
+    if (code.kinds != kinds) continue;
+    if (llvm::FunctionComparator(body, code.body, &global_numbers_).compare() != 0) continue;
+    SG_LOG(2) << "JIT: nest " << nest->getName().str() << " is " << code.nest->getName().str()
+              << "'s code";
+    body->eraseFromParent();
+    nest->eraseFromParent();
+    return {code.nest, std::move(slots)};
+  }
+
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", nest));
+  std::vector<Value*> args;
+  for (unsigned j = 0; j < nused; ++j) {
+    const Slot& slot = slots_[slots[j]];
+    llvm::LoadInst* p = b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, nest->getArg(0), j));
+    if (slot.output) {  // region outputs are 64-byte aligned (ExecutableGraph checks)
+      p->setMetadata(llvm::LLVMContext::MD_align,
+                     llvm::MDNode::get(ctx_, llvm::ConstantAsMetadata::get(b_.getInt64(64))));
+      if (slot.stream) p->setMetadata(kStreamMetadata, llvm::MDNode::get(ctx_, {}));
+    }
+    args.push_back(p);
+  }
   args.push_back(nest->getArg(1));
   args.push_back(nest->getArg(2));
-  b_.CreateCall(bfn, args);
+  b_.CreateCall(body, args);
   b_.CreateRetVoid();
+  nest_codes_.emplace(hash, NestCode{nest, body, std::move(kinds)});
+  return {nest, std::move(slots)};
 }
 
 void KernelBuilder::emit_output_nest(ValueId v) {
@@ -706,17 +776,23 @@ Value* KernelBuilder::constant(const Tensor& t) {
   });
 }
 
+// A constant table, one global per distinct contents (so nests reading equal tables can be the
+// same code, finish_nest).
+Value* KernelBuilder::table(llvm::Constant* init) {
+  llvm::GlobalVariable*& g = tables_[init];  // (constants are uniqued by their contents)
+  if (!g)
+    g = new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init,
+                                 name_ + ".table");
+  return g;
+}
+
 Value* KernelBuilder::i64_array(const Ints& v) {
-  auto* init = llvm::ConstantDataArray::get(
-      ctx_, llvm::ArrayRef<uint64_t>(reinterpret_cast<const uint64_t*>(v.data()), v.size()));
-  return new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
-                                  init, name_ + ".table");
+  return table(llvm::ConstantDataArray::get(
+      ctx_, llvm::ArrayRef<uint64_t>(reinterpret_cast<const uint64_t*>(v.data()), v.size())));
 }
 
 Value* KernelBuilder::f64_array(const std::vector<double>& v) {
-  auto* init = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<double>(v.data(), v.size()));
-  return new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
-                                  init, name_ + ".table");
+  return table(llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<double>(v.data(), v.size())));
 }
 
 Value* KernelBuilder::frame_pointer(ValueId v) {
@@ -732,7 +808,7 @@ Value* KernelBuilder::frame_pointer(ValueId v) {
 // blocks made glibc give their pages back on every call and the next call fault them in again: a
 // CNN region's ~20 buffers, ~1500 page faults per call, its time doubled).
 LocalBuffer KernelBuilder::local_buffer(llvm::Type* t, int64_t count) {
-  SG_ASSERT(!table_) << "a local buffer asked for after the kernel's buffers were placed";
+  SG_ASSERT(!placed_) << "a local buffer asked for after the kernel's buffers were placed";
   const int64_t bytes =
       std::max<int64_t>(1, count) * static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
   LocalBuffer l{add_slot(t, false, false), t};
@@ -775,7 +851,7 @@ void KernelBuilder::hold(ValueId v, LocalBuffer l, Finish finish) {
 }
 
 LocalBuffer KernelBuilder::output_buffer(ValueId v) {
-  SG_ASSERT(!table_) << "an output buffer asked for after the kernel's buffers were placed";
+  SG_ASSERT(!placed_) << "an output buffer asked for after the kernel's buffers were placed";
   const int slot = slot_of_[v];
   if (slot < 0 || !slots_[slot].output) return {};
   slots_[slot].read_back = true;  // (not write-only in the nests)

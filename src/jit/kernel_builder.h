@@ -19,6 +19,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/FunctionComparator.h>
 
 #include <any>
 #include <functional>
@@ -119,9 +120,12 @@ class KernelBuilder final : public ops::Emitter {
                   const std::function<llvm::Value*(size_t)>& bound, size_t outer, int64_t block,
                   const Body& body, bool unroll);
   llvm::Function* make_nest(llvm::Function*& bfn);
-  void call_serial(llvm::Function* nest, llvm::Value* trip);
   bool worth_threads(int64_t elements, const llvm::Function& bfn) const;
-  void emit_nest_entry(llvm::Function* nest, llvm::Function* bfn);
+  std::pair<llvm::Function*, std::vector<int>> finish_nest(llvm::Function* nest,
+                                                           llvm::Function* bfn);
+  void call_nest(llvm::Function* nest, const std::vector<int>& slots, llvm::Value* trip,
+                 bool threads);
+  void inline_nests();
   void emit_output_nest(ValueId v);
   std::vector<std::pair<ValueId, int>> shared_values(const std::vector<const Node*>& mat_nodes);
   std::vector<ValueId> shared_windows(const std::vector<const Node*>& mat_nodes);
@@ -132,6 +136,7 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Value* load(ValueId v, llvm::Value* off);
   void store(ValueId v, llvm::Value* off, llvm::Value* x);
   llvm::Value* constant(const Tensor& t);
+  llvm::Value* table(llvm::Constant* init);
   void coalesce(ValueId v);  // coalesce.cpp
   llvm::Value* value_offset(const Index& idx, ValueId v);
   Index operand_index(const Node& n, size_t i, const Index& idx);
@@ -158,7 +163,7 @@ class KernelBuilder final : public ops::Emitter {
   llvm::IRBuilder<> b_;
   std::string name_;
   llvm::Function* kernel_ = nullptr;
-  llvm::Value* table_ = nullptr;   // in the kernel: the pointer table the nests read
+  bool placed_ = false;            // the kernel's buffers are placed (kernel_ptrs_ made)
   std::vector<int32_t> producer_;  // per value: the member node making it, or -1
   std::vector<int> slot_of_;       // per value: its buffer argument's slot (region in/outputs)
   std::vector<Slot> slots_;
@@ -175,7 +180,20 @@ class KernelBuilder final : public ops::Emitter {
   std::map<ValueId, Held> held_;           // values computed whole into local buffers
   std::map<int32_t, ValueId> shared_;      // per node: its output held for several nests to read
   std::map<const Node*, std::any> state_;  // lowerings' per-node plans
-  struct HeapPart {                        // a large local buffer: a part of the scratch block
+  struct NestCode {  // a nest made (finish_nest): its body and the kinds of pointers it takes
+    llvm::Function* nest = nullptr;
+    llvm::Function* body = nullptr;
+    std::vector<int> kinds;
+  };
+  std::multimap<uint64_t, NestCode> nest_codes_;  // by the body's structural hash
+  llvm::GlobalNumberState global_numbers_;        // (for llvm::FunctionComparator)
+  struct NestUse {
+    int calls = 0;
+    bool serial = false;  // called on the kernel's thread (not through sgraph_parallel_for)
+  };
+  std::map<llvm::Function*, NestUse> nest_uses_;
+  std::map<llvm::Constant*, llvm::GlobalVariable*> tables_;  // by contents (see table())
+  struct HeapPart {  // a large local buffer: a part of the scratch block
     int slot = -1;
     int64_t offset = 0, bytes = 0;
     llvm::GetElementPtrInst* at = nullptr;  // in the kernel: its address in the block

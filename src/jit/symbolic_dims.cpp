@@ -86,7 +86,7 @@ void KernelBuilder::loop_nest(const SymShape& s, bool parallel, const Body& body
 
 LocalBuffer KernelBuilder::local_buffer(llvm::Type* t, const SymShape& s) {
   if (is_static(s)) return local_buffer(t, numel(eval_shape(s, {})));
-  SG_ASSERT(!table_) << "a local buffer asked for after the kernel's buffers were placed";
+  SG_ASSERT(!placed_) << "a local buffer asked for after the kernel's buffers were placed";
   LocalBuffer l{add_slot(t, false, false), t};
   sym_parts_.push_back({l.slot,
                         {static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t)), s},
@@ -137,25 +137,18 @@ void KernelBuilder::sym_loop_nest(const SymShape& s, bool parallel, const Body& 
     b_.SetInsertPoint(run);
   }
   Value* trip = outer < s.size() ? dim_value(s[outer]) : i64(1);
-  llvm::Type* ptr = b_.getPtrTy();
   llvm::Function* bfn = nullptr;
   llvm::Function* nest = make_nest(bfn);
-  if (parallel && !serial_) {
-    llvm::FunctionCallee pfor = m_.getOrInsertFunction("sgraph_parallel_for", b_.getVoidTy(), ptr,
-                                                       ptr, ptr, b_.getInt64Ty());
-    b_.CreateCall(pfor, {kernel_->getArg(2), nest, table_, trip});
-  } else {
-    call_serial(nest, trip);
-  }
+  const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
+  emit_loops(
+      bfn, s.size(), unit, [&](size_t d) { return dim_value(s[d]); }, outer, 1, body, true);
+  const auto [code, used_slots] = finish_nest(nest, bfn);
+  b_.restoreIP(in_kernel);
+  call_nest(code, used_slots, trip, parallel && !serial_);
   if (after) {
     b_.CreateBr(after);
     b_.SetInsertPoint(after);
   }
-  const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
-  emit_loops(
-      bfn, s.size(), unit, [&](size_t d) { return dim_value(s[d]); }, outer, 1, body, true);
-  emit_nest_entry(nest, bfn);
-  b_.restoreIP(in_kernel);
 }
 
 }  // namespace sgraph::jit

@@ -145,6 +145,8 @@ TEST_CASE("JIT residual stream: each block's sum is computed once, not again in 
   const int64_t a3 = emitted_fadds(residual_stack(3), x), a5 = emitted_fadds(residual_stack(5), x),
                 a7 = emitted_fadds(residual_stack(7), x);
   INFO("f32 adds emitted at 3, 5, 7 blocks: " << a3 << ", " << a5 << ", " << a7);
-  CHECK(a5 > a3);
+  // (Identical blocks' nests are one function, KernelBuilder::finish_nest: with the sums shared,
+  // every block's code is the same and the count need not grow at all; made inline, each block's
+  // code differs and grows with its depth.)
   CHECK(a7 - a5 == a5 - a3);
 }

@@ -674,3 +674,40 @@ TEST_CASE("Region compiler: local buffers whose lifetimes do not overlap share t
     CHECK(run.compiled.scratch_bytes <= 3 * kBuffer);
   }
 }
+
+TEST_CASE("Region compiler: nests doing the same work on other buffers are one function") {
+  // Two branches y_i = Softmax(x_i * c_i), each row's nest writing its output: with c_1 == c_2
+  // and equal shapes, the second branch's nest is the first's code on other pointers, compiled
+  // once and called twice (a function left in the serial kernel, where a nest called once is
+  // inlined). Branches whose scalar or row length differs are code of their own. Every variant is
+  // checked against the interpreter, so a nest wrongly shared (another scalar, other bounds) shows
+  // in the outputs. (A nest whose only bound is its trip count, given by the caller, is the same
+  // code at other trip counts.)
+  struct Variant {
+    float c2;
+    int64_t cols2;
+    bool shared;
+  };
+  for (const Variant v :
+       {Variant{3.0f, 48, true}, Variant{5.0f, 48, false}, Variant{3.0f, 40, false}}) {
+    CAPTURE(v.c2);
+    CAPTURE(v.cols2);
+    GraphBuilder b;
+    const ValueId x1 = b.input("x1", DType::f32, {6, 48});
+    const ValueId x2 = b.input("x2", DType::f32, {6, v.cols2});
+    b.output(b.softmax(b.mul(x1, b.scalar(3.0f))), "y1");
+    b.output(b.softmax(b.mul(x2, b.scalar(v.c2))), "y2");
+    const Graph g = b.build();
+    const std::vector<Tensor> feeds{test::random_f32({6, 48}, 1, -2, 2),
+                                    test::random_f32({6, v.cols2}, 2, -2, 2)};
+    std::unique_ptr<Jit> jit = Jit::create();
+    jit->keep_ir(true);
+    const RegionRun serial = run_region(g, feeds, *jit, 1, fresh_name(), /*serial=*/true);
+    for (size_t i = 0; i < 2; ++i) test::check_tensors_close(serial.got[i], serial.want[i], 1e-5);
+    CHECK(test::contains(jit->last_ir(), "define internal") == v.shared);
+    for (int threads : {1, 2}) {
+      const RegionRun run = run_region(g, feeds, *jit, threads);
+      for (size_t i = 0; i < 2; ++i) test::check_tensors_close(run.got[i], run.want[i], 1e-5);
+    }
+  }
+}
