@@ -478,7 +478,7 @@ void KernelBuilder::loop_nest(const Shape& s, bool parallel, const Body& body, b
       outer, block, body, unroll);
   // In the kernel: run the nest, split over threads when allowed and worth a dispatch.
   const bool threads = parallel && trip > 1 && !serial_ && worth_threads(numel(s), *bfn);
-  const auto [code, used_slots] = finish_nest(nest, bfn);
+  const auto [code, used_slots] = finish_nest(nest, bfn, threads ? -1 : trip);
   b_.restoreIP(in_kernel);
   call_nest(code, used_slots, i64(trip), threads);
 }
@@ -579,9 +579,13 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, size_t rank,
 // table it is given: so nests doing the same work on other buffers are the same function (every
 // layer of a transformer: text_encoder's 4 layers, 57 nests, are then 25), compiled once. Only the
 // pointers the body uses are noalias: in a region of hundreds of buffers, noalias pointers the body
-// does not use would each become an alias scope to track once inlined, in every nest.
+// does not use would each become an alias scope to track once inlined, in every nest. `trip` >= 0:
+// the nest is always run whole on the calling thread over [0, trip), and its body gets those bounds
+// as constants (as if inlined into the kernel: a vector loop of a known trip count needs no
+// remainder), so it is the same code only as nests of the same trip count.
 std::pair<llvm::Function*, std::vector<int>> KernelBuilder::finish_nest(llvm::Function* nest,
-                                                                        llvm::Function* bfn) {
+                                                                        llvm::Function* bfn,
+                                                                        int64_t trip) {
   llvm::Type* ptr = b_.getPtrTy();
   llvm::Type* i64t = b_.getInt64Ty();
   const auto nslots = static_cast<unsigned>(slots_.size());
@@ -617,7 +621,7 @@ std::pair<llvm::Function*, std::vector<int>> KernelBuilder::finish_nest(llvm::Fu
 
   // The same code as an earlier nest: the same body (llvm::FunctionComparator: same instructions,
   // types, constants, callees and attributes, up to renaming) and pointers of the same kinds.
-  std::vector<int> kinds;
+  std::vector<int64_t> kinds{trip};
   for (int slot : slots) {
     const Slot& k = slots_[slot];
     kinds.push_back(k.input | k.output << 1 | k.stream << 2 | k.read_back << 3);
@@ -646,8 +650,8 @@ std::pair<llvm::Function*, std::vector<int>> KernelBuilder::finish_nest(llvm::Fu
     }
     args.push_back(p);
   }
-  args.push_back(nest->getArg(1));
-  args.push_back(nest->getArg(2));
+  args.push_back(trip >= 0 ? i64(0) : nest->getArg(1));
+  args.push_back(trip >= 0 ? i64(trip) : nest->getArg(2));
   b_.CreateCall(body, args);
   b_.CreateRetVoid();
   nest_codes_.emplace(hash, NestCode{nest, body, std::move(kinds)});

@@ -122,7 +122,7 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Function* make_nest(llvm::Function*& bfn);
   bool worth_threads(int64_t elements, const llvm::Function& bfn) const;
   std::pair<llvm::Function*, std::vector<int>> finish_nest(llvm::Function* nest,
-                                                           llvm::Function* bfn);
+                                                           llvm::Function* bfn, int64_t trip);
   void call_nest(llvm::Function* nest, const std::vector<int>& slots, llvm::Value* trip,
                  bool threads);
   void inline_nests();
@@ -180,10 +180,10 @@ class KernelBuilder final : public ops::Emitter {
   std::map<ValueId, Held> held_;           // values computed whole into local buffers
   std::map<int32_t, ValueId> shared_;      // per node: its output held for several nests to read
   std::map<const Node*, std::any> state_;  // lowerings' per-node plans
-  struct NestCode {  // a nest made (finish_nest): its body and the kinds of pointers it takes
+  struct NestCode {  // a nest made (finish_nest): its body, its trip count and pointers' kinds
     llvm::Function* nest = nullptr;
     llvm::Function* body = nullptr;
-    std::vector<int> kinds;
+    std::vector<int64_t> kinds;
   };
   std::multimap<uint64_t, NestCode> nest_codes_;  // by the body's structural hash
   llvm::GlobalNumberState global_numbers_;        // (for llvm::FunctionComparator)

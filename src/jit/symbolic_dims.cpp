@@ -142,7 +142,7 @@ void KernelBuilder::sym_loop_nest(const SymShape& s, bool parallel, const Body& 
   const llvm::IRBuilderBase::InsertPoint in_kernel = b_.saveIP();
   emit_loops(
       bfn, s.size(), unit, [&](size_t d) { return dim_value(s[d]); }, outer, 1, body, true);
-  const auto [code, used_slots] = finish_nest(nest, bfn);
+  const auto [code, used_slots] = finish_nest(nest, bfn, -1);
   b_.restoreIP(in_kernel);
   call_nest(code, used_slots, trip, parallel && !serial_);
   if (after) {
