@@ -2,10 +2,16 @@
 // compare with the interpreter.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +63,53 @@ inline Jit& shared_jit() {
 }
 
 inline bool compiled(const CompiledRegion& c) { return c.kernel.fn != nullptr; }
+
+// A JIT of its own (its code compiled, not reused from another's cache) that writes each module
+// it compiles, as emitted (before LLVM's passes), into a fresh directory (SGRAPH_DUMP_IR), for
+// tests about the code a lowering emits.
+class IrDumpingJit {
+ public:
+  IrDumpingJit()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("sgraph_ir_" + std::to_string(getpid()) + "_" + std::to_string(counter()++))) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    setenv("SGRAPH_DUMP_IR", dir_.c_str(), 1);
+    jit_ = Jit::create();
+    unsetenv("SGRAPH_DUMP_IR");
+  }
+  ~IrDumpingJit() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  IrDumpingJit(const IrDumpingJit&) = delete;
+  IrDumpingJit& operator=(const IrDumpingJit&) = delete;
+  Jit& jit() { return *jit_; }
+  // The modules compiled so far, one string each.
+  std::vector<std::string> emitted() const {
+    std::vector<std::string> modules;
+    for (const auto& f : std::filesystem::directory_iterator(dir_)) {
+      std::ifstream in(f.path());
+      modules.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return modules;
+  }
+
+ private:
+  static std::atomic<int>& counter() {
+    static std::atomic<int> n{0};
+    return n;
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Jit> jit_;
+};
+
+// How many times `needle` occurs in `text`.
+inline int64_t occurrences(const std::string& text, const std::string& needle) {
+  int64_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 
 inline std::string fresh_name() {
   static std::atomic<int> counter{0};

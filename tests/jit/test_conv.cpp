@@ -2,12 +2,6 @@
 // in the chains CNNs are made of, compared with the interpreter: direct and im2col + GEMM convs,
 // groups and depthwise, pads / strides / dilations / auto_pad / ceil_mode, 1-D to 3-D, inputs
 // read in place or computed in the region, f64, and split over threads.
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "jit/region_test_util.h"
 
@@ -321,14 +315,9 @@ TEST_CASE("JIT squeeze-excitation: a direct window read by two nests is computed
   // Padded (the conv reads a copy: MadeInline::from_source) and not (it reads the region input).
   // The emitted IR (SGRAPH_DUMP_IR, before LLVM's passes) holds one conv's taps: 8 fmuladd and a
   // fmul per element, made in one nest.
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("sgraph_se_ir_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
   for (bool padded : {true, false})
     for (DType t : {DType::f32, DType::f64}) {
-      setenv("SGRAPH_DUMP_IR", dir.c_str(), 1);
-      std::unique_ptr<Jit> jit = Jit::create();  // (its own: the code is compiled, not reused)
-      unsetenv("SGRAPH_DUMP_IR");
+      IrDumpingJit dumping;
       GraphBuilder b;
       const ValueId x = b.input("x", t, {2, 8, 11, 13});
       const Attributes a = with(window(padded ? Ints{1, 1, 1, 1} : Ints{}), "group", int64_t{8});
@@ -338,25 +327,14 @@ TEST_CASE("JIT squeeze-excitation: a direct window read by two nests is computed
       const double tol = t == DType::f64 ? 1e-12 : 1e-5;
       for (int threads : {1, 3}) {
         INFO((padded ? "padded" : "unpadded") << ", " << dtype_name(t) << ", threads " << threads);
-        const RegionRun run = run_region(g, {rnd(t, {2, 8, 11, 13}, 2)}, *jit, threads);
+        const RegionRun run = run_region(g, {rnd(t, {2, 8, 11, 13}, 2)}, dumping.jit(), threads);
         REQUIRE(compiled(run.compiled));
         test::check_tensors_close(run.got[0], run.want[0], tol, tol);
       }
       const std::string tap =
           std::string("call ") + (t == DType::f64 ? "double" : "float") + " @llvm.fmuladd";
-      int dumps = 0;
-      for (const auto& f : std::filesystem::directory_iterator(dir)) {
-        std::ifstream in(f.path());
-        const std::string ir((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-        size_t taps = 0;
-        for (size_t at = ir.find(tap); at != std::string::npos; at = ir.find(tap, at + 1)) ++taps;
-        CHECK(taps == 8);
-        ++dumps;
-      }
-      CHECK(dumps >= 1);
-      std::filesystem::remove_all(dir);
-      std::filesystem::create_directories(dir);
+      const std::vector<std::string> modules = dumping.emitted();
+      CHECK(modules.size() >= 1);
+      for (const std::string& ir : modules) CHECK(occurrences(ir, tap) == 8);
     }
-  std::filesystem::remove_all(dir);
 }

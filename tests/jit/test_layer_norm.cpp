@@ -1,11 +1,5 @@
 // LayerNormalization inside regions: row mean and inverse standard deviation materialised, the
 // normalisation fused with its producers and consumers; compared with the interpreter.
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "jit/region_test_util.h"
 
@@ -109,24 +103,11 @@ Graph residual_stack(int blocks) {
 
 // The f32 adds in the kernel's IR as emitted (SGRAPH_DUMP_IR, before LLVM's passes).
 int64_t emitted_fadds(const Graph& g, const Tensor& x) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("sgraph_residual_ir_" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  setenv("SGRAPH_DUMP_IR", dir.c_str(), 1);
-  std::unique_ptr<Jit> jit = Jit::create();  // (its own: the code is compiled, not reused)
-  unsetenv("SGRAPH_DUMP_IR");
-  const RegionRun run = run_region(g, {x}, *jit);
+  IrDumpingJit dumping;
+  const RegionRun run = run_region(g, {x}, dumping.jit());
   test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-5);
   int64_t adds = 0;
-  for (const auto& f : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(f.path());
-    const std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (size_t at = ir.find("fadd float"); at != std::string::npos;
-         at = ir.find("fadd float", at + 1))
-      ++adds;
-  }
-  std::filesystem::remove_all(dir);
+  for (const std::string& ir : dumping.emitted()) adds += occurrences(ir, "fadd float");
   return adds;
 }
 
