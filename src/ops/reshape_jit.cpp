@@ -1,14 +1,17 @@
 // The lowering of the view ops (Identity, Reshape, Flatten, Squeeze, Unsqueeze): an output element
 // is the input's element at the same row-major offset, so a view costs no memory traffic. When
-// the shapes differ only in size-1 dims the index maps dim by dim (affine loads); otherwise the
-// offset is split back into the input's index (div/mod), or loaded in place from a region input.
+// the shapes differ only in size-1 dims the index maps dim by dim (affine loads).
 //
-// In a dynamic region the dims are matched in groups instead, from the innermost: a run of output
-// dims and a run of input dims with the same product (constant factor and symbols alike), e.g.
-// [seq, 4, 64] against [seq, 256]. Within a group the output index is linearised and split into
-// the input's dims, so div/mod happen only inside groups (by constants where the group's dims are
-// static) and a symbolic dim matched by itself maps directly. Dims that do not group ([n, 6] as
-// [2, 3n]) are one group when the two element counts are the same polynomial in the symbols.
+// Otherwise the dims are matched in groups, from the innermost: a run of output dims and a run of
+// input dims with the same product (constant factor and symbols alike), e.g. [seq, 4, 64] against
+// [seq, 256]. Within a group the output index is linearised and split into the input's dims, so
+// div/mod happen only inside groups (by constants where the group's dims are static) and a dim
+// matched by itself maps directly: a transformer's heads split off [b, s, 192] as [b, s, 6, 32]
+// read it at (b, s, h * 32 + d), affine, where splitting the whole offset took two divisions per
+// element (by 192 and s * 192) and kept the copy nests of attention's operands scalar. Static dims
+// that do not group ([6, 4] as [3, 8]) split the whole offset back into the input's index (or
+// load in place from a region input); in a dynamic region they are one group when the two element
+// counts are the same polynomial in the symbols.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -17,17 +20,6 @@
 
 namespace sgraph::ops {
 namespace {
-
-llvm::Value* generate_static_view(Emitter& e, const Node& n, const Index& idx) {
-  const ValueId in = n.inputs[0];
-  const Shape& out = e.shape(n.outputs[0]);
-  SG_CHECK(numel(e.shape(in)) == numel(out))
-      << node_str(n) << ": input shape " << shape_str(e.shape(in)) << " and output shape "
-      << shape_str(out) << " differ in size";
-  if (std::optional<Index> same = unit_dims_map(e, idx, out, e.shape(in)))
-    return e.element(in, *same);
-  return e.element_at_offset(in, e.offset_of(idx, out));
-}
 
 // A product of dims: a constant factor and the symbolic dims (a pure multiple scale * s counts as
 // scale times s), kept sorted so that equal products compare equal.
@@ -121,15 +113,14 @@ std::optional<std::vector<Group>> dynamic_groups(const SymShape& out, const SymS
   return std::vector<Group>{{0, out.size(), 0, in.size()}};
 }
 
-llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
-  if (!e.dynamic()) return generate_static_view(e, n, idx);
-  const ValueId in = n.inputs[0];
-  const SymShape out = e.dims(n.outputs[0]), ins = e.dims(in);
-  const std::optional<std::vector<Group>> groups = dynamic_groups(out, ins);
-  SG_ASSERT(groups) << node_str(n) << ": dims that do not group in a dynamic region";
+// The input's index of output index idx, group by group: a dim matched by itself maps directly;
+// within a larger group the output index is linearised and split into the input's dims (the split
+// only where the group has several input dims: [b, s, 192] read as [b, s, 6, 32] is h * 32 + d).
+Index grouped_index(Emitter& e, const std::vector<Group>& groups, const SymShape& out,
+                    const SymShape& ins, const Index& idx) {
   llvm::IRBuilderBase& b = e.b;
   Index r(ins.size(), e.i64(0));
-  for (const Group& g : *groups) {
+  for (const Group& g : groups) {
     if (g.out_end - g.out_begin == 1 && g.in_end - g.in_begin == 1) {
       r[g.in_begin] = idx[g.out_begin];
       continue;
@@ -148,7 +139,30 @@ llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
       off = b.CreateUDiv(off, size);
     }
   }
-  return e.element(in, r);
+  return r;
+}
+
+llvm::Value* generate_static_view(Emitter& e, const Node& n, const Index& idx) {
+  const ValueId in = n.inputs[0];
+  const Shape& out = e.shape(n.outputs[0]);
+  SG_CHECK(numel(e.shape(in)) == numel(out))
+      << node_str(n) << ": input shape " << shape_str(e.shape(in)) << " and output shape "
+      << shape_str(out) << " differ in size";
+  if (std::optional<Index> same = unit_dims_map(e, idx, out, e.shape(in)))
+    return e.element(in, *same);
+  const SymShape os = to_sym(out), ins = to_sym(e.shape(in));
+  if (const std::optional<std::vector<Group>> groups = view_groups(os, ins))
+    return e.element(in, grouped_index(e, *groups, os, ins, idx));
+  return e.element_at_offset(in, e.offset_of(idx, out));
+}
+
+llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
+  if (!e.dynamic()) return generate_static_view(e, n, idx);
+  const ValueId in = n.inputs[0];
+  const SymShape out = e.dims(n.outputs[0]), ins = e.dims(in);
+  const std::optional<std::vector<Group>> groups = dynamic_groups(out, ins);
+  SG_ASSERT(groups) << node_str(n) << ": dims that do not group in a dynamic region";
+  return e.element(in, grouped_index(e, *groups, out, ins, idx));
 }
 
 // The output's dims must group with the input's; the shape (or axes) operand must be a constant

@@ -211,6 +211,50 @@ TEST_CASE("JIT: view and index ops inside regions") {
   }
 }
 
+TEST_CASE("JIT: a view splitting or merging dims maps indices by groups of dims, affine") {
+  // Attention's heads: q [2, 5, 12] computed, split as [2, 5, 3, 4] and transposed to [2, 3, 5, 4]
+  // (and back, merged to [2, 5, 12]). Grouped, (3, 4) against 12, an element of the split is q at
+  // (b, s, h * 4 + d), no division; the merge splits only its group's index, (i / 4, i % 4): one
+  // udiv and one urem in the emitted IR. Splitting the whole offset took a udiv and a urem per dim
+  // (6 of each). [6, 4] read as [3, 8] does not group: its offset is split (divisions). Both are
+  // checked against the interpreter.
+  const Tensor x = test::random_f32({2, 5, 12}, 11, -2, 2);
+  {
+    GraphBuilder b;
+    const ValueId q = b.exp(b.input("x", DType::f32, {2, 5, 12}));
+    const ValueId heads =
+        b.transpose(b.reshape(q, b.ints({2, 5, 3, 4})), Attributes{{"perm", Ints{0, 2, 1, 3}}});
+    const ValueId back = b.reshape(
+        b.transpose(b.tanh(heads), Attributes{{"perm", Ints{0, 2, 1, 3}}}), b.ints({2, 5, 12}));
+    b.output(b.add(back, q));
+    const Graph g = b.build();
+    IrDumpingJit dumping;
+    const RegionRun run = run_region(g, {x}, dumping.jit());
+    test::check_tensors_close(run.got[0], run.want[0], 1e-5);
+    int64_t udivs = 0, urems = 0;
+    for (const std::string& ir : dumping.emitted()) {
+      udivs += occurrences(ir, " udiv ");
+      urems += occurrences(ir, " urem ");
+    }
+    CHECK(udivs == 1);
+    CHECK(urems == 1);
+    check_region(g, {x}, 1e-5, 1e-6, /*threads=*/2);
+  }
+  {
+    GraphBuilder b;
+    const ValueId e = b.exp(b.input("x", DType::f32, {6, 4}));
+    b.output(b.add(b.reshape(e, b.ints({3, 8})), b.input("y", DType::f32, {8})));
+    const Graph g = b.build();
+    IrDumpingJit dumping;
+    const std::vector<Tensor> feeds{test::random_f32({6, 4}, 12), test::random_f32({8}, 13)};
+    const RegionRun run = run_region(g, feeds, dumping.jit());
+    test::check_tensors_close(run.got[0], run.want[0], 1e-5);
+    int64_t divisions = 0;
+    for (const std::string& ir : dumping.emitted()) divisions += occurrences(ir, " udiv ");
+    CHECK(divisions > 0);
+  }
+}
+
 TEST_CASE("JIT: dims that every operand spans or broadcasts alike merge into one loop") {
   GraphBuilder b;
   const ValueId x = b.input("x", DType::f32, {2, 3, 4, 5}), c = b.input("c", DType::f32, {3, 1, 1});
