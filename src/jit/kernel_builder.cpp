@@ -43,12 +43,12 @@ void KernelBuilder::build(const std::string& name) {
     slots_.back().stream = bytes >= kStreamBytes;
   }
   const size_t nargs = slots_.size();
-  if (dynamic()) {  // the symbols: a table slot for the nests, loaded in the kernel for its own use
+  if (dynamic()) {  // the symbols: a slot for the nests, loaded in the kernel for its own use
     dims_slot_ = add_slot(b_.getInt64Ty(), true, false);
     local_alloc_[dims_slot_] = kernel_->getArg(1);
     load_symbols(kernel_->getArg(1), kernel_syms_);
   }
-  // Kernel-local buffers, then the pointer table, then one nest per materialised value in the
+  // Kernel-local buffers and the kernel's pointers, then one nest per materialised value in the
   // region's (topological) node order, then one per output.
   std::vector<const Node*> mat_nodes;
   for (int32_t i : r_.nodes)

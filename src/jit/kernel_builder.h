@@ -6,15 +6,17 @@
 // through the ops::Emitter this class implements.
 //
 // Kernel frame. `void name(void* const* buffers, const int64_t* dims, void* ctx)` places the
-// kernel-local buffers (on its stack, or in the caller's scratch block: buffers[inputs + outputs]),
-// puts every pointer the kernel uses (its buffers' and the local ones) in a pointer table, and runs
-// each loop nest through sgraph_parallel_for(ctx, nest, table, trip), in order. A nest is a
-// function `nest(void* const* table, int64_t begin, int64_t end)` running its outermost loop over
-// [begin, end): it loads the pointers and calls an always-inline body whose pointer parameters are
-// noalias, so LLVM knows the buffers overlap nothing and vectorises without runtime checks. Nests
-// whose outermost loop iterations write disjoint memory (every output nest; a reduction whose
-// outermost dim is kept) may be split over threads; the others run whole. A serial kernel (only
-// ever run on one thread, set_serial) calls every nest directly, and LLVM inlines them.
+// kernel-local buffers (on its stack, or in the caller's scratch block: buffers[inputs + outputs],
+// placed by their lifetimes), and runs each loop nest, in order, through
+// sgraph_parallel_for(ctx, nest, table, trip) or by a direct call. A nest is a function
+// `nest(void* const* table, int64_t begin, int64_t end)` running its outermost loop over
+// [begin, end); `table` holds the pointers its body uses, filled by the kernel before the call. It
+// loads them and calls an always-inline body whose pointer parameters are noalias, so LLVM knows
+// the buffers overlap nothing and vectorises without runtime checks. Nests of the same code on
+// other buffers (a transformer's layers) are one function (finish_nest). Nests whose outermost
+// loop iterations write disjoint memory (every output nest; a reduction whose outermost dim is
+// kept) may be split over threads; the others run whole. A serial kernel (only ever run on one
+// thread, set_serial) calls every nest directly, and LLVM inlines those called once.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -155,7 +157,7 @@ class KernelBuilder final : public ops::Emitter {
   const std::vector<Shape>& shapes_;
   const std::vector<SymShape>* sym_ = nullptr;  // a dynamic region's shapes, per value
   size_t num_symbols_ = 0;
-  int dims_slot_ = -1;                     // the table's slot of `dims` (dynamic regions)
+  int dims_slot_ = -1;                     // the slot of `dims` (dynamic regions)
   std::vector<llvm::Value*> kernel_syms_;  // the symbols, loaded in the kernel
   std::vector<llvm::Value*> nest_syms_;    // and in the nest body being built
   llvm::LLVMContext& ctx_;

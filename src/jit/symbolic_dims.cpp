@@ -3,8 +3,8 @@
 // so an innermost dim that never changed keeps a constant trip count and vectorises as in a static
 // kernel, and a symbolic innermost dim gets LLVM's vector loop with a scalar remainder.
 //
-// The kernel loads the symbols once for its own use (trip counts) and puts the `dims` pointer in
-// the pointer table, so each nest's body loads them at its entry (read-only, noalias: hoisted).
+// The kernel loads the symbols once for its own use (trip counts) and passes the `dims` pointer
+// to the nests that use it, whose bodies load them at their entry (read-only, noalias: hoisted).
 // A nest runs only when every symbolic dim of its shape is positive: its loops test their bound
 // after the first iteration, so an empty dim must not reach them.
 #include <algorithm>
