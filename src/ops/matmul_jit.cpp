@@ -31,8 +31,9 @@ struct Contraction {  // batch items of op(A)[M,K] x op(B)[K,N]
 struct Operand {
   ValueId value = kNoValue;  // the buffer's value (a region input, or the operand itself)
   bool trans = false;
-  LocalBuffer local;    // when the operand is computed in the region: the buffer its nest fills
-  bool filled = false;  // local is the buffer its producer holds it in, filled by that producer
+  LocalBuffer local;     // when the operand is computed in the region: the buffer its nest fills
+  bool filled = false;   // local is the buffer its producer holds it in, filled by that producer
+  bool swapped = false;  // local holds the operand with its last two dims swapped (trans flipped)
 };
 
 struct ContractionPlan {
@@ -159,6 +160,19 @@ std::string why_not_dynamic_contraction(const Graph&, const Node& n,
   return why;
 }
 
+// Whether v is a Transpose whose last dim runs across its input's rows and whose second-to-last
+// dim along them (attention's K^T: [b, h, d, s] from [b, s, h, d]): its copy, filled in its own
+// order, would read its input at a stride on every element. Filled with its last two dims swapped,
+// the copy's inner loop reads the input's rows in order (a vector loop), and the GEMM reads the
+// buffer transposed.
+bool reads_across_rows(Emitter& e, ValueId v) {
+  const Node* p = e.producer(v);
+  const auto rank = static_cast<int64_t>(e.dims(v).size());
+  if (!p || p->op != OpKind::Transpose || rank < 2) return false;
+  const Ints perm = transpose_perm(*p, static_cast<size_t>(rank));
+  return perm[rank - 2] == rank - 1 && perm[rank - 1] != rank - 1;
+}
+
 // The buffer an operand is read from: a region input in place (perhaps through a Transpose of
 // its last two dims, flipping `trans`, unless `transposable` is false), else a local buffer its
 // own nest fills.
@@ -187,7 +201,13 @@ Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans, bool trans
     o.filled = true;
     return o;
   }
-  o.local = e.local_buffer(memory_type(e.context(), e.dtype(v)), e.dims(v));
+  SymShape dims = e.dims(v);
+  if (transposable && reads_across_rows(e, v)) {
+    std::swap(dims[dims.size() - 2], dims.back());
+    o.swapped = true;
+    o.trans = !matrix_trans;
+  }
+  o.local = e.local_buffer(memory_type(e.context(), e.dtype(v)), dims);
   return o;
 }
 
@@ -258,14 +278,17 @@ void materialise_contraction(Emitter& e, const Node& n) {
     // they view, which have the same row-major offsets: the nest loops over the viewed value's
     // own dims, not over the view's, whose index it would have to divide back apart per element.
     ValueId v = o->value;
-    while (const Node* q = e.producer(v)) {
+    while (const Node* q = o->swapped ? nullptr : e.producer(v)) {
       if (!op_def(q->op).view) break;
       v = q->inputs[0];
     }
-    const SymShape s = e.dims(v);
+    SymShape s = e.dims(v);
+    if (o->swapped) std::swap(s[s.size() - 2], s.back());
     const LocalBuffer l = o->local;
     e.loop_nest(s, true, [&](const Index& idx) {
-      llvm::Value* x = e.element(v, idx);
+      Index at = idx;  // (v's index)
+      if (o->swapped) std::swap(at[at.size() - 2], at.back());
+      llvm::Value* x = e.element(v, at);
       if (e.dtype(v) == DType::boolean) x = e.b.CreateZExt(x, l.type);
       e.b.CreateStore(x, e.at(l, e.offset_of(idx, s)));
     });

@@ -98,6 +98,46 @@ TEST_CASE("JIT MatMul: transposed operands, in place and materialised") {
   }
 }
 
+TEST_CASE("JIT MatMul: a computed operand transposed across its rows is copied rows in order") {
+  // Attention's K^T: k [2, 5, 12] computed (Exp), split [2, 5, 3, 4] and transposed (0, 2, 3, 1)
+  // to [2, 3, 4, 5]: its last dim runs across k's rows. The operand is filled with its last two
+  // dims swapped ([2, 3, 5, 4], k's rows in order) and the GEMM reads it transposed. Other perms
+  // that move the input's last dim to the second-to-last place, as B and as A (an A of several M
+  // dims is never swapped: its items' rows are read as one matrix), and 2-D; all against the
+  // interpreter, so a swapped buffer read the wrong way round shows.
+  struct Case {
+    Shape k;  // the computed operand's input
+    Ints perm;
+    bool as_a;
+  };
+  for (const Case& c :
+       {Case{{2, 3, 5, 4}, {0, 1, 3, 2}, false}, Case{{2, 5, 3, 4}, {0, 2, 3, 1}, false},
+        Case{{3, 2, 5, 4}, {1, 0, 3, 2}, false}, Case{{5, 2, 3, 4}, {2, 1, 3, 0}, false},
+        Case{{2, 5, 3, 4}, {0, 2, 3, 1}, true}, Case{{5, 4}, {1, 0}, false},
+        Case{{5, 4}, {1, 0}, true}}) {
+    CAPTURE(shape_str(c.k));
+    CAPTURE(c.perm.size());
+    GraphBuilder b;
+    const ValueId k = b.exp(b.input("k", DType::f32, to_dims(c.k)));
+    const ValueId kt = b.transpose(k, Attributes{{"perm", c.perm}});
+    Shape t(c.perm.size());
+    for (size_t d = 0; d < t.size(); ++d) t[d] = c.k[static_cast<size_t>(c.perm[d])];
+    Shape other = t;  // B: [..., M=3, K]; A: [..., N=3] against kt as [..., M, K]
+    const size_t r = t.size();
+    if (c.as_a) {
+      other[r - 2] = t[r - 1];
+      other[r - 1] = 3;
+    } else {
+      other[r - 1] = other[r - 2];
+      other[r - 2] = 3;
+    }
+    const ValueId x = b.input("x", DType::f32, to_dims(other));
+    b.output(b.tanh(c.as_a ? b.matmul(kt, x) : b.matmul(x, kt)));
+    check_region(b.build(), {test::random_f32(c.k, 1, -1, 1), test::random_f32(other, 2)}, 1e-4,
+                 1e-6);
+  }
+}
+
 TEST_CASE("JIT Gemm: transA/transB, alpha, beta, C broadcasts, no C") {
   const int64_t M = 13, N = 9, K = 21;
   uint32_t seed = 300;
