@@ -118,18 +118,14 @@ void KernelBuilder::pack_heap() {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t x, size_t y) { return heap_parts_[x].bytes > heap_parts_[y].bytes; });
-  const auto life = [&](const HeapPart& h) { return this->life(h.slot); };
   const int64_t before = heap_bytes_;
   heap_bytes_ = 0;
   std::vector<const HeapPart*> placed;
   for (size_t i : order) {
     HeapPart& h = heap_parts_[i];
-    const auto [first, last] = life(h);
     std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of live placed buffers
-    if (first <= last)
-      for (const HeapPart* q : placed)
-        if (const auto [qf, ql] = life(*q); qf <= ql && qf <= last && first <= ql)
-          taken.emplace_back(q->offset, q->offset + q->bytes);
+    for (const HeapPart* q : placed)
+      if (live_together(h.slot, q->slot)) taken.emplace_back(q->offset, q->offset + q->bytes);
     std::sort(taken.begin(), taken.end());
     int64_t at = 0;
     for (const auto& [b, e] : taken) {
@@ -150,6 +146,13 @@ std::pair<int, int> KernelBuilder::life(int slot) const {
   return it == live_.end() ? std::make_pair(0, -1) : it->second;  // (never used: empty)
 }
 
+// Whether the two slots' buffers are both live at some nest or call (never, if one is never used).
+bool KernelBuilder::live_together(int x, int y) const {
+  const auto [xf, xl] = life(x);
+  const auto [yf, yl] = life(y);
+  return xf <= xl && yf <= yl && xf <= yl && yf <= xl;
+}
+
 // Places a dynamic kernel's symbolic-size buffers after the static parts by their lifetimes, as
 // pack_heap does, but with sizes known only when the kernel runs: the buffers are put in groups
 // whose members are never live at once, each group one part of the block as large as its largest
@@ -164,27 +167,18 @@ void KernelBuilder::pack_sym_heap() {
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return life(sym_parts_[x].slot).first < life(sym_parts_[y].slot).first;
   });
-  const auto same_size = [](const SymScratchBuffer& x, const SymScratchBuffer& y) {
-    if (x.elem_bytes != y.elem_bytes || x.dims.size() != y.dims.size()) return false;
-    for (size_t d = 0; d < x.dims.size(); ++d)
-      if (x.dims[d] != y.dims[d]) return false;
-    return true;
-  };
   std::vector<std::vector<size_t>> groups;
   for (size_t i : order) {
-    const auto [first, last] = life(sym_parts_[i].slot);
     const auto fits = [&](const std::vector<size_t>& group) {
-      if (first > last) return true;
-      for (size_t j : group)
-        if (const auto [f, l] = life(sym_parts_[j].slot); f <= l && f <= last && first <= l)
-          return false;
-      return true;
+      return std::none_of(group.begin(), group.end(), [&](size_t j) {
+        return live_together(sym_parts_[i].slot, sym_parts_[j].slot);
+      });
     };
     std::vector<size_t>* into = nullptr;
     for (auto& group : groups)
       if (fits(group)) {
         const bool same = std::any_of(group.begin(), group.end(), [&](size_t j) {
-          return same_size(sym_parts_[j].size, sym_parts_[i].size);
+          return sym_parts_[j].size == sym_parts_[i].size;
         });
         if (same || !into) into = &group;
         if (same) break;
@@ -597,15 +591,7 @@ std::pair<llvm::Function*, std::vector<int>> KernelBuilder::finish_nest(llvm::Fu
   params.push_back(i64t);
   auto* body = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
                                       llvm::Function::InternalLinkage, "", m_);
-  body->takeName(bfn);
-  body->setAttributes(llvm::AttributeList::get(ctx_, bfn->getAttributes().getFnAttrs(), {}, {}));
-  body->splice(body->end(), bfn);
   const auto nused = static_cast<unsigned>(slots.size());
-  for (unsigned j = 0; j < nused; ++j)
-    bfn->getArg(static_cast<unsigned>(slots[j]))->replaceAllUsesWith(body->getArg(j));
-  bfn->getArg(nslots)->replaceAllUsesWith(body->getArg(nused));
-  bfn->getArg(nslots + 1)->replaceAllUsesWith(body->getArg(nused + 1));
-  bfn->eraseFromParent();
   std::vector<llvm::AttributeSet> param_attrs(nused + 2);
   for (unsigned j = 0; j < nused; ++j) {
     const Slot& slot = slots_[slots[j]];
@@ -615,9 +601,15 @@ std::pair<llvm::Function*, std::vector<int>> KernelBuilder::finish_nest(llvm::Fu
     if (slot.output && !slot.read_back) ab.addAttribute(llvm::Attribute::WriteOnly);
     param_attrs[j] = llvm::AttributeSet::get(ctx_, ab);
   }
-  const llvm::AttributeList attrs = body->getAttributes();
+  body->takeName(bfn);
   body->setAttributes(
-      llvm::AttributeList::get(ctx_, attrs.getFnAttrs(), attrs.getRetAttrs(), param_attrs));
+      llvm::AttributeList::get(ctx_, bfn->getAttributes().getFnAttrs(), {}, param_attrs));
+  body->splice(body->end(), bfn);
+  for (unsigned j = 0; j < nused; ++j)
+    bfn->getArg(static_cast<unsigned>(slots[j]))->replaceAllUsesWith(body->getArg(j));
+  bfn->getArg(nslots)->replaceAllUsesWith(body->getArg(nused));
+  bfn->getArg(nslots + 1)->replaceAllUsesWith(body->getArg(nused + 1));
+  bfn->eraseFromParent();
 
   // The same code as an earlier nest: the same body (llvm::FunctionComparator: same instructions,
   // types, constants, callees and attributes, up to renaming) and pointers of the same kinds.
@@ -837,6 +829,8 @@ void KernelBuilder::allocate_heap() {
     b_.Insert(h.at);
     local_alloc_[h.slot] = h.at;
   }
+  // Every symbolic part's size first, then the addresses: pack_sym_heap makes the offsets from
+  // the sizes just before the first address, so the sizes must come before it.
   for (SymPart& p : sym_parts_) {
     Value* bytes = b_.CreateMul(count(p.size.dims), i64(p.size.elem_bytes), "", true, true);
     p.bytes = b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(bytes, i64(63), "", true, true), i64(64)),

@@ -117,6 +117,7 @@ class KernelBuilder final : public ops::Emitter {
   void pack_heap();
   void pack_sym_heap();
   std::pair<int, int> life(int slot) const;
+  bool live_together(int x, int y) const;
   // The loops over dims d < rank (none where unit(d)), bounds from bound(d) made inside the body.
   void emit_loops(llvm::Function* bfn, size_t rank, const std::function<bool(size_t)>& unit,
                   const std::function<llvm::Value*(size_t)>& bound, size_t outer, int64_t block,

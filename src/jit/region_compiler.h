@@ -49,6 +49,7 @@ std::string why_not_compilable(const Graph& g, const Region& r);
 struct SymScratchBuffer {
   int64_t elem_bytes = 0;
   SymShape dims;
+  bool operator==(const SymScratchBuffer&) const = default;
 };
 using SymScratch = std::vector<std::vector<SymScratchBuffer>>;
 

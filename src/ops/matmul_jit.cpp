@@ -165,6 +165,12 @@ std::string why_not_dynamic_contraction(const Graph&, const Node& n,
 // order, would read its input at a stride on every element. Filled with its last two dims swapped,
 // the copy's inner loop reads the input's rows in order (a vector loop), and the GEMM reads the
 // buffer transposed.
+template <class Dims>
+Dims last_two_swapped(Dims d) {
+  std::swap(d[d.size() - 2], d.back());
+  return d;
+}
+
 bool reads_across_rows(Emitter& e, ValueId v) {
   const Node* p = e.producer(v);
   const auto rank = static_cast<int64_t>(e.dims(v).size());
@@ -201,13 +207,12 @@ Operand contraction_operand(Emitter& e, ValueId v, bool matrix_trans, bool trans
     o.filled = true;
     return o;
   }
-  SymShape dims = e.dims(v);
   if (transposable && reads_across_rows(e, v)) {
-    std::swap(dims[dims.size() - 2], dims.back());
     o.swapped = true;
     o.trans = !matrix_trans;
   }
-  o.local = e.local_buffer(memory_type(e.context(), e.dtype(v)), dims);
+  o.local = e.local_buffer(memory_type(e.context(), e.dtype(v)),
+                           o.swapped ? last_two_swapped(e.dims(v)) : e.dims(v));
   return o;
 }
 
@@ -277,18 +282,16 @@ void materialise_contraction(Emitter& e, const Node& n) {
     // Through views (a Flatten before a Gemm) the buffer is filled in the order of the values
     // they view, which have the same row-major offsets: the nest loops over the viewed value's
     // own dims, not over the view's, whose index it would have to divide back apart per element.
+    // (A swapped operand is a Transpose, not a view: it is filled from its own dims, swapped.)
     ValueId v = o->value;
-    while (const Node* q = o->swapped ? nullptr : e.producer(v)) {
+    while (const Node* q = e.producer(v)) {
       if (!op_def(q->op).view) break;
       v = q->inputs[0];
     }
-    SymShape s = e.dims(v);
-    if (o->swapped) std::swap(s[s.size() - 2], s.back());
+    const SymShape s = o->swapped ? last_two_swapped(e.dims(v)) : e.dims(v);
     const LocalBuffer l = o->local;
     e.loop_nest(s, true, [&](const Index& idx) {
-      Index at = idx;  // (v's index)
-      if (o->swapped) std::swap(at[at.size() - 2], at.back());
-      llvm::Value* x = e.element(v, at);
+      llvm::Value* x = e.element(v, o->swapped ? last_two_swapped(idx) : idx);
       if (e.dtype(v) == DType::boolean) x = e.b.CreateZExt(x, l.type);
       e.b.CreateStore(x, e.at(l, e.offset_of(idx, s)));
     });
