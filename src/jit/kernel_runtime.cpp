@@ -15,10 +15,11 @@
 namespace {
 
 // One batched GEMM, split into work items of (batch item, block of rows of C, part of C's
-// columns); columns are split only with a packed B.
+// columns). Rows of C take rows of A and all of B, columns of C all of A and columns of B; each
+// item packs what it reads, so the split repacks the smaller operand.
 template <class T>
 struct GemmJob {
-  int64_t M, N, K, row_blocks, rows_per_block, col_parts;
+  int64_t M, N, K, row_blocks, rows_per_block, col_parts, cols_per_part;
   const T *a, *b;
   const int64_t *a_off, *b_off;
   bool ta, tb;
@@ -40,7 +41,9 @@ struct GemmJob {
       }
     }
     const T* bi = b + (b_off ? b_off[i] : 0);
-    sgraph::ops::gemm<T>(rows, N, K, ai, ta, bi, tb, ci, alpha);  // row blocks only when !ta
+    const int64_t n0 = part * cols_per_part;  // row blocks only when !ta
+    sgraph::ops::gemm_columns<T>(rows, N, K, ai, ta, bi, tb, ci, n0,
+                                 std::min(N, n0 + cols_per_part), alpha);
   }
   static void nest(void* const* ptrs, int64_t begin, int64_t end) {  // (sgraph_parallel_for
     const auto* job = reinterpret_cast<const GemmJob*>(ptrs);        // catches what it throws)
@@ -53,23 +56,35 @@ void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
                   const int64_t* a_off, int64_t ta, const T* b, const int64_t* b_off, int64_t tb,
                   T* c, double alpha, const sgraph::ops::PackedB* packed = nullptr) {
   const int threads = ctx ? static_cast<sgraph::KernelContext*>(ctx)->threads : 1;
-  // Row blocks only when the batch alone cannot keep the threads busy, and only of a row-major A
-  // (a block of rows of A^T is not a dense matrix).
-  int64_t row_blocks = 1;
-  if (threads > 1 && batch < threads && !ta && M >= 64)
-    row_blocks = std::min<int64_t>(threads * 2 / std::max<int64_t>(batch, 1), M / 32);
+  // When the batch alone cannot keep the threads busy, each item is split: by C's columns when B
+  // is the larger operand (an im2col matrix against a conv's weights) and not packed, else by row
+  // blocks of a row-major A (a block of rows of A^T is not a dense matrix). One item splits into
+  // a multiple of the threads where it can: 3 equal parts on 2 threads take as long as 4.
+  const int64_t parts_wanted = threads * 2 / std::max<int64_t>(batch, 1);
+  const auto parts = [&](int64_t most) {
+    const int64_t n = std::min(parts_wanted, most);
+    return batch == 1 && n > threads ? n / threads * threads : n;
+  };
+  int64_t row_blocks = 1, col_parts = 1, cols_per_part = N;
+  if (threads > 1 && batch < threads && !packed && N > M && N >= 128) {
+    constexpr int64_t kColumns = 16;  // a part's columns: a multiple of this, at least 4 of them
+    col_parts = parts(N / (4 * kColumns));
+    cols_per_part = ((N + col_parts - 1) / col_parts + kColumns - 1) / kColumns * kColumns;
+    col_parts = (N + cols_per_part - 1) / cols_per_part;
+  } else if (threads > 1 && batch < threads && !ta && M >= 64) {
+    row_blocks = parts(M / 32);
+  }
   row_blocks = std::max<int64_t>(row_blocks, 1);
   const int64_t rows_per_block = (M + row_blocks - 1) / row_blocks;
   row_blocks = (M + rows_per_block - 1) / rows_per_block;
   // Too few rows for the threads (a few tokens through a layer's weights): a packed B's columns
   // are split instead, when the product is large enough to repay waking the threads.
-  int64_t col_parts = 1;
   if constexpr (std::is_same_v<T, float>)
     if (packed && threads > batch * row_blocks && M * N * K >= (int64_t{1} << 18))
       col_parts = sgraph::ops::packed_parts(packed->view(), threads / (batch * row_blocks));
   const GemmJob<T> job{
-      M,     N,       K,       row_blocks, rows_per_block,        col_parts, a, b, a_off,
-      b_off, ta != 0, tb != 0, c,          static_cast<T>(alpha), packed};
+      M, N,     K,     row_blocks, rows_per_block, col_parts, cols_per_part,         a,
+      b, a_off, b_off, ta != 0,    tb != 0,        c,         static_cast<T>(alpha), packed};
   if (M == 0 || N == 0 || batch == 0) return;
   sgraph_parallel_for(ctx, &GemmJob<T>::nest, reinterpret_cast<void* const*>(&job),
                       batch * row_blocks * col_parts);

@@ -46,17 +46,23 @@ GemmIsa best_supported() {
   return GemmIsa::base;
 }
 
+// C's columns [n0, n1) of op(A) * op(B): B's columns (rows when trans_b) from n0 and C's columns
+// from n0, each row of C still N wide.
 template <class T>
 void float_gemm(const GemmKernels& k, int64_t M, int64_t N, int64_t K, const T* a, bool trans_a,
-                const T* b, bool trans_b, T* c, T alpha, T beta) {
-  if (M == 0 || N == 0) return;
+                const T* b, bool trans_b, T* c, T alpha, T beta, int64_t n0, int64_t n1) {
+  if (M == 0 || n0 >= n1) return;
   if (K == 0) {
-    for (int64_t i = 0; i < M * N; ++i) c[i] = beta == T(0) ? T(0) : beta * c[i];
-  } else if constexpr (std::is_same_v<T, float>) {
-    k.f32(M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
-  } else {
-    k.f64(M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = n0; j < n1; ++j) c[i * N + j] = beta == T(0) ? T(0) : beta * c[i * N + j];
+    return;
   }
+  const T* bn = trans_b ? b + n0 * K : b + n0;
+  const int64_t ldb = trans_b ? K : N;
+  if constexpr (std::is_same_v<T, float>)
+    k.f32(M, n1 - n0, K, a, trans_a, bn, ldb, trans_b, c + n0, N, alpha, beta);
+  else
+    k.f64(M, n1 - n0, K, a, trans_a, bn, ldb, trans_b, c + n0, N, alpha, beta);
 }
 
 }  // namespace
@@ -109,7 +115,7 @@ template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b, bool trans_b, T* c,
           T alpha, T beta) {
   if constexpr (std::is_floating_point_v<T>) {
-    float_gemm(kernels_of(gemm_isa()), M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
+    float_gemm(kernels_of(gemm_isa()), M, N, K, a, trans_a, b, trans_b, c, alpha, beta, 0, N);
   } else if (M != 0 && N != 0) {
     loop_gemm(M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
   }
@@ -119,7 +125,14 @@ template <class T>
 void gemm_with(GemmIsa isa, int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b,
                bool trans_b, T* c, T alpha, T beta) {
   SG_ASSERT(gemm_isa_supported(isa)) << "this CPU cannot run the " << gemm_isa_name(isa) << " GEMM";
-  float_gemm(kernels_of(isa), M, N, K, a, trans_a, b, trans_b, c, alpha, beta);
+  float_gemm(kernels_of(isa), M, N, K, a, trans_a, b, trans_b, c, alpha, beta, 0, N);
+}
+
+template <class T>
+void gemm_columns(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b,
+                  bool trans_b, T* c, int64_t n0, int64_t n1, T alpha, T beta) {
+  SG_ASSERT(0 <= n0 && n0 <= n1 && n1 <= N) << "columns [" << n0 << ", " << n1 << ") of " << N;
+  float_gemm(kernels_of(gemm_isa()), M, N, K, a, trans_a, b, trans_b, c, alpha, beta, n0, n1);
 }
 
 namespace {
@@ -219,6 +232,10 @@ template void gemm<int32_t>(int64_t, int64_t, int64_t, const int32_t*, bool, con
                             int32_t*, int32_t, int32_t);
 template void gemm<int64_t>(int64_t, int64_t, int64_t, const int64_t*, bool, const int64_t*, bool,
                             int64_t*, int64_t, int64_t);
+template void gemm_columns<float>(int64_t, int64_t, int64_t, const float*, bool, const float*, bool,
+                                  float*, int64_t, int64_t, float, float);
+template void gemm_columns<double>(int64_t, int64_t, int64_t, const double*, bool, const double*,
+                                   bool, double*, int64_t, int64_t, double, double);
 template void gemm_with<float>(GemmIsa, int64_t, int64_t, int64_t, const float*, bool, const float*,
                                bool, float*, float, float);
 template void gemm_with<double>(GemmIsa, int64_t, int64_t, int64_t, const double*, bool,

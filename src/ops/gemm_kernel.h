@@ -30,6 +30,20 @@ extern template void gemm<int32_t>(int64_t, int64_t, int64_t, const int32_t*, bo
 extern template void gemm<int64_t>(int64_t, int64_t, int64_t, const int64_t*, bool, const int64_t*,
                                    bool, int64_t*, int64_t, int64_t);
 
+// gemm<T> on C's columns [n0, n1) only (0 <= n0 <= n1 <= N), reading only op(B)'s columns
+// [n0, n1): the column ranges of one product may be computed on different threads at once. A
+// computes them without repacking B whole, as a split of C's rows would.
+template <class T>
+void gemm_columns(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b,
+                  bool trans_b, T* c, int64_t n0, int64_t n1, T alpha = T(1), T beta = T(0));
+
+extern template void gemm_columns<float>(int64_t, int64_t, int64_t, const float*, bool,
+                                         const float*, bool, float*, int64_t, int64_t, float,
+                                         float);
+extern template void gemm_columns<double>(int64_t, int64_t, int64_t, const double*, bool,
+                                          const double*, bool, double*, int64_t, int64_t, double,
+                                          double);
+
 // The instruction sets the float GEMM is compiled for, weakest first.
 enum class GemmIsa { base, avx2, avx512 };
 inline constexpr GemmIsa kGemmIsas[] = {GemmIsa::base, GemmIsa::avx2, GemmIsa::avx512};
@@ -93,10 +107,12 @@ int64_t packed_parts(const PackedGemmB& p, int64_t parts);
 
 // One variant's kernels (gemm_eigen.inc), each with gemm<T>'s contract for M, N, K > 0.
 struct GemmKernels {
-  void (*f32)(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*, float,
-              float);
-  void (*f64)(int64_t, int64_t, int64_t, const double*, bool, const double*, bool, double*, double,
-              double);
+  // (M, N, K, a, trans_a, b, ldb, trans_b, c, ldc, alpha, beta): ldb and ldc are the distances
+  // between rows of B (as stored) and of C, at least their widths.
+  void (*f32)(int64_t, int64_t, int64_t, const float*, bool, const float*, int64_t, bool, float*,
+              int64_t, float, float);
+  void (*f64)(int64_t, int64_t, int64_t, const double*, bool, const double*, int64_t, bool, double*,
+              int64_t, double, double);
   // Packed B: its cache blocks and panel width; packing b at offsets and data already set;
   // C += alpha * op(A) * B with `work` of kc * nc floats, 64-byte aligned.
   void (*blocking_f32)(int64_t K, int64_t N, int64_t* kc, int64_t* mc, int64_t* nc, int64_t* panel);

@@ -124,6 +124,14 @@ TEST_CASE("JIT Conv: f64, and split over threads") {
   for (size_t i : {0, 1, 2, 5, 6}) check_conv(kConvCases[i], DType::f32, false, true, true, 3);
   check_conv({"GEMM, large", {2, 16, 30, 31}, {32, 16, 3, 3}, window({1, 1, 1, 1})}, DType::f32,
              true, true, true, 3);
+  // One image: its GEMM split by C's columns (positions; N > M), or by rows of the weights.
+  for (DType t : {DType::f32, DType::f64})
+    for (int threads : {2, 3}) {
+      check_conv({"GEMM by columns", {1, 8, 30, 33}, {24, 8, 3, 3}, window({1, 1, 1, 1}, {2, 2})},
+                 t, true, true, true, threads);
+      check_conv({"GEMM by rows", {1, 8, 9, 9}, {160, 8, 3, 3}, window({1, 1, 1, 1})}, t, false,
+                 true, false, threads);
+    }
 }
 
 TEST_CASE("JIT Conv: weights and bias computed in the region, or region inputs") {

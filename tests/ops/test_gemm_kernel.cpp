@@ -150,6 +150,41 @@ TEST_CASE("GEMM: every variant the CPU runs against a triple loop, f32 and f64")
       }
 }
 
+TEST_CASE("GEMM: C's columns in ranges, each range alone, f32 and f64") {
+  constexpr Case kCases[] = {
+      {5, 200, 37, false, false, 1, 0},  {64, 129, 300, true, false, -0.5, 1},
+      {3, 70, 9, false, true, 1, 0.5},   {33, 300, 17, true, true, 2, 0},
+      {1, 4097, 64, false, false, 1, 0}, {4, 50, 0, false, false, 1, 0.5}};
+  std::mt19937 rng(13);
+  const auto run = [&]<class T>(const Case& c, const Problem& p, T) {
+    INFO((sizeof(T) == 4 ? "f32" : "f64") << " M=" << c.M << " N=" << c.N << " K=" << c.K
+                                          << " trans_a=" << c.ta << " trans_b=" << c.tb);
+    std::vector<T> a(p.a.begin(), p.a.end()), b(p.b.begin(), p.b.end());
+    std::vector<T> y(p.c0.begin(), p.c0.end());
+    // Uneven ranges, one empty, computed last first: a range writes its columns only.
+    const std::vector<int64_t> cuts = {0, c.N / 3, c.N / 3, c.N / 3 + 17, c.N};
+    for (size_t r = cuts.size() - 1; r-- > 0;) {
+      const int64_t n0 = cuts[r], n1 = std::max(n0, std::min(c.N, cuts[r + 1]));
+      gemm_columns<T>(c.M, c.N, c.K, a.data(), c.ta, b.data(), c.tb, y.data(), n0, n1, T(c.alpha),
+                      T(c.beta));
+      for (int64_t i = 0; i < c.M; ++i)
+        for (int64_t j = 0; j < n0; ++j) {
+          const T was = static_cast<T>(p.c0[i * c.N + j]);
+          REQUIRE(((std::isnan(was) && std::isnan(y[i * c.N + j])) || y[i * c.N + j] == was));
+        }
+    }
+    const double tol = double(std::numeric_limits<T>::epsilon()) * double(c.K + 4);
+    size_t bad = 0;
+    while (bad < y.size() && std::abs(y[bad] - p.want[bad]) <= tol * p.mag[bad]) ++bad;
+    CHECK_MESSAGE(bad == y.size(), "element " << bad);
+  };
+  for (const Case& c : kCases) {
+    const Problem p = make_problem(c, rng);
+    run(c, p, 0.0f);
+    run(c, p, 0.0);
+  }
+}
+
 TEST_CASE("GEMM: empty shapes through the dispatching gemm<T>") {
   std::vector<float> c = {1, 2, 3, 4, 5, 6};
   const float one = 1;
