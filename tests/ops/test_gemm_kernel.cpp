@@ -2,6 +2,7 @@
 // double-precision triple loop, the dispatching gemm<T> on empty shapes, and how the variant is
 // picked.
 #include <cstdlib>
+#include <thread>
 
 #include "ops/gemm_kernel.h"
 #include "test_util.h"
@@ -148,6 +149,29 @@ TEST_CASE("GEMM: every variant the CPU runs against a triple loop, f32 and f64")
           check_variant<double>(isa, c, p);
         }
       }
+}
+
+TEST_CASE("GEMM: products whose packing buffers are a thread's kept workspace") {
+  // Blocks above Eigen's stack limit come from the calling thread's workspace: a small product,
+  // then larger ones (the workspace grows), the first again (reused), and all on a new thread.
+  constexpr Case kCases[] = {{300, 260, 200, false, false, 1, 0},
+                             {520, 700, 600, true, false, 1, 0.5},
+                             {64, 1440, 288, false, true, -1, 0},
+                             {300, 260, 200, true, true, 0.5, 1}};
+  std::mt19937 rng(17);
+  std::vector<Problem> problems;
+  for (const Case& c : kCases) problems.push_back(make_problem(c, rng));
+  const auto run_all = [&] {
+    for (size_t i = 0; i < std::size(kCases); ++i)
+      for (GemmIsa isa : kGemmIsas)
+        if (gemm_isa_supported(isa)) {
+          check_variant<float>(isa, kCases[i], problems[i]);
+          check_variant<double>(isa, kCases[i], problems[i]);
+        }
+  };
+  run_all();
+  std::thread other(run_all);  // (doctest's checks are thread-safe)
+  other.join();
 }
 
 TEST_CASE("GEMM: C's columns in ranges, each range alone, f32 and f64") {
