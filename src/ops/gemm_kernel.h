@@ -30,9 +30,10 @@ extern template void gemm<int32_t>(int64_t, int64_t, int64_t, const int32_t*, bo
 extern template void gemm<int64_t>(int64_t, int64_t, int64_t, const int64_t*, bool, const int64_t*,
                                    bool, int64_t*, int64_t, int64_t);
 
-// gemm<T> on C's columns [n0, n1) only (0 <= n0 <= n1 <= N), reading only op(B)'s columns
-// [n0, n1): the column ranges of one product may be computed on different threads at once. A
-// computes them without repacking B whole, as a split of C's rows would.
+// gemm<T> (float or double) on C's columns [n0, n1) only (0 <= n0 <= n1 <= N), reading only
+// op(B)'s columns [n0, n1): the column ranges of one product may be computed on different threads
+// at once. Each range packs its columns of B and all of A, where a split of C's rows would pack
+// all of B for every block.
 template <class T>
 void gemm_columns(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const T* b,
                   bool trans_b, T* c, int64_t n0, int64_t n1, T alpha = T(1), T beta = T(0));
