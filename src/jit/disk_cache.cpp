@@ -1,7 +1,10 @@
 // The on-disk kernel cache (see DiskCache in jit_impl.h). An entry is one file, <key>.sgk:
 //
-//   sgraph-kernel 1\n <key>\n <symbol>\n <object bytes>\n <SHA-256 of the object, hex>\n <object>
+//   sgraph-kernel 2\n <key>\n <symbol>\n <objects>\n
+//   then per object: <its bytes>\n <its SHA-256, hex>\n
+//   then the objects, one after the other
 //
+// (a kernel compiled in parts on several threads is several objects, linked together).
 // Every field is checked before the object reaches the linker: an entry that is truncated, whose
 // hash does not match, or that was written for another key (a renamed file) is ignored, and the
 // kernel is compiled and written again. Writes go to a temporary file in the same directory that
@@ -25,7 +28,7 @@ namespace sgraph::jit {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kMagic = "sgraph-kernel 1";
+constexpr const char* kMagic = "sgraph-kernel 2";
 constexpr const char* kSuffix = ".sgk";
 constexpr int64_t kMaxEntryBytes = int64_t{256} << 20;
 
@@ -51,6 +54,7 @@ void ObjectSink::notifyObjectCompiled(const llvm::Module*, llvm::MemoryBufferRef
 llvm::orc::LLJITBuilder::CompileFunctionCreator ObjectSink::compiler() {
   return [this](llvm::orc::JITTargetMachineBuilder b)
              -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+    jtmb = b;
     auto tm = b.createTargetMachine();
     if (!tm) return tm.takeError();
     return std::make_unique<llvm::orc::TMOwningSimpleCompiler>(std::move(*tm), this);
@@ -78,21 +82,36 @@ std::optional<DiskCache::Entry> DiskCache::load(const std::string& key) {
   std::string s(size, '\0');
   if (!in.read(s.data(), static_cast<std::streamsize>(size))) return ignore("unreadable");
   size_t pos = 0;
-  std::string magic, stored_key, symbol, length, hash;
+  std::string magic, stored_key, symbol, count;
   if (!field(s, pos, magic) || magic != kMagic) return ignore("not a kernel cache entry");
   if (!field(s, pos, stored_key) || stored_key != key) return ignore("written for another key");
   if (!field(s, pos, symbol) || symbol.empty()) return ignore("no symbol");
-  if (!field(s, pos, length) || !field(s, pos, hash)) return ignore("truncated header");
-  if (length != std::to_string(s.size() - pos)) return ignore("truncated or padded object");
-  s.erase(0, pos);  // the object alone, not copied
-  Entry e{std::move(symbol), std::move(s)};
-  if (sha256_hex(e.object) != hash) return ignore("the object's hash does not match");
+  if (!field(s, pos, count) || count.empty() || count.size() > 2 ||
+      count.find_first_not_of("0123456789") != std::string::npos || std::stoi(count) < 1)
+    return ignore("truncated header");
+  std::vector<std::pair<size_t, std::string>> parts(static_cast<size_t>(std::stoi(count)));
+  size_t total = 0;
+  for (auto& [bytes, hash] : parts) {
+    std::string length;
+    if (!field(s, pos, length) || !field(s, pos, hash) || length.empty() || length.size() > 10 ||
+        length.find_first_not_of("0123456789") != std::string::npos)
+      return ignore("truncated header");
+    bytes = std::stoull(length);
+    total += bytes;
+  }
+  if (total != s.size() - pos) return ignore("truncated or padded object");
+  Entry e{std::move(symbol), {}};
+  for (const auto& [bytes, hash] : parts) {
+    e.objects.push_back(s.substr(pos, bytes));
+    pos += bytes;
+    if (sha256_hex(e.objects.back()) != hash) return ignore("an object's hash does not match");
+  }
   fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // recently used
   return e;
 }
 
 void DiskCache::store(const std::string& key, const std::string& symbol,
-                      const std::string& object) {
+                      const std::vector<std::string>& objects) {
   if (unwritable_) return;
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -101,12 +120,11 @@ void DiskCache::store(const std::string& key, const std::string& symbol,
                                          std::to_string(++serial) + ".tmp");
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << kMagic << '\n'
-        << key << '\n'
-        << symbol << '\n'
-        << object.size() << '\n'
-        << sha256_hex(object) << '\n';
-    out.write(object.data(), static_cast<std::streamsize>(object.size()));
+    out << kMagic << '\n' << key << '\n' << symbol << '\n' << objects.size() << '\n';
+    for (const std::string& object : objects)
+      out << object.size() << '\n' << sha256_hex(object) << '\n';
+    for (const std::string& object : objects)
+      out.write(object.data(), static_cast<std::streamsize>(object.size()));
     out.close();
     if (!out) {
       fs::remove(tmp, ec);

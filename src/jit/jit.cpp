@@ -8,6 +8,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassTimingInfo.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -16,10 +17,13 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
+#include <thread>
 
 #include "ir/debug.h"
 #include "jit/jit_impl.h"
@@ -39,6 +43,30 @@ T take(llvm::Expected<T> value, std::string_view what) {
   return std::move(*value);
 }
 
+// SGRAPH_COMPILE_THREADS=N, else the machine's hardware threads, at most kMaxCompileThreads.
+int default_compile_threads() {
+  if (const char* v = std::getenv("SGRAPH_COMPILE_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && n >= 1 && n <= 64) return static_cast<int>(n);
+    SG_LOG(0) << "SGRAPH_COMPILE_THREADS=" << v << " is not a count from 1 to 64; ignored";
+  }
+  return static_cast<int>(
+      std::clamp(std::thread::hardware_concurrency(), 1u, Jit::kMaxCompileThreads));
+}
+
+// SGRAPH_COMPILE_SPLIT_MIN=N: the smallest module compiled in parts (tests and the fuzzers set it
+// low to compile small kernels in parts too), else Jit::kSplitMin.
+size_t default_split_min() {
+  if (const char* v = std::getenv("SGRAPH_COMPILE_SPLIT_MIN")) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (end != v && *end == '\0' && n >= 0) return static_cast<size_t>(n);
+    SG_LOG(0) << "SGRAPH_COMPILE_SPLIT_MIN=" << v << " is not a count; ignored";
+  }
+  return Jit::kSplitMin;
+}
+
 }  // namespace
 
 struct Jit::Impl {
@@ -56,6 +84,10 @@ struct Jit::Impl {
   std::string dump_ir;            // SGRAPH_DUMP_IR (see dump_emitted)
   bool streaming_stores = false;  // an x86 target (sfence)
   std::string last_ir, last_asm;
+  // Modules of at least split_min IR instructions are compiled in parts on up to
+  // compile_threads threads (split_compile.cpp).
+  int compile_threads = 1;
+  size_t split_min = kSplitMin;
 };
 
 std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
@@ -95,6 +127,8 @@ std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
   if (const char* dir = std::getenv("SGRAPH_DUMP_IR")) impl->dump_ir = dir;
   if (!disk.dir.empty()) impl->disk = std::make_unique<DiskCache>(disk.dir, disk.max_bytes);
   impl->streaming_stores = impl->tm->getTargetTriple().isX86();
+  impl->compile_threads = default_compile_threads();
+  impl->split_min = default_split_min();
   llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
   const char prefix = impl->lljit->getDataLayout().getGlobalPrefix();
   // libmvec (loaded permanently: plain -lmvec links are dropped as unneeded), then the process
@@ -185,14 +219,20 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   // 2. Compiled by an earlier process: its object, from the disk cache.
   if (disk)
     if (std::optional<DiskCache::Entry> e = j.disk->load(key); e && e->symbol == unique) {
-      llvm::Expected<KernelFn> fn = link(*j.lljit, unique, rt, [&](auto& tracker) {
-        return j.lljit->addObjectFile(tracker,
-                                      llvm::MemoryBuffer::getMemBufferCopy(e->object, unique));
+      size_t bytes = 0;
+      llvm::Expected<KernelFn> fn = link(*j.lljit, unique, rt, [&](auto& tracker) -> llvm::Error {
+        for (const std::string& object : e->objects) {
+          bytes += object.size();
+          if (llvm::Error err = j.lljit->addObjectFile(
+                  tracker, llvm::MemoryBuffer::getMemBufferCopy(object, unique)))
+            return err;
+        }
+        return llvm::Error::success();
       });
       if (fn) {
         SG_LOG(2) << "JIT: " << unique << ": loaded from the disk cache in " << ms_since(start)
-                  << " ms (" << e->object.size() << " bytes)";
-        Kernel k = j.cache.insert(std::move(rt), *fn, key);
+                  << " ms (" << e->objects.size() << " object(s), " << bytes << " bytes)";
+        Kernel k = j.cache.insert(std::move(rt), *fn, key, static_cast<int>(e->objects.size()));
         k.from_disk = true;
         return k;
       }
@@ -215,6 +255,42 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
         f.removeFnAttr(llvm::Attribute::AlwaysInline);
         f.addFnAttr(llvm::Attribute::NoInline);
       }
+  // A large module compiled in parts on several threads, unless its IR is kept whole (keep_ir,
+  // SGRAPH_DEBUG=3) or LLVM's pass timers run (not thread-safe).
+  const int parts = j.keep_ir || debug_level() >= 3 || llvm::TimePassesIsEnabled
+                        ? 1
+                        : split_parts(m, emitted, j.compile_threads, j.split_min);
+  if (parts > 1) {
+    std::vector<PartTimes> times;
+    std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects =
+        compile_split(m, unique, parts, *j.objects.jtmb, j.vector_math.tlii,
+                      {j.streaming_stores, j.perf_map}, times);
+    const auto linking = Clock::now();
+    std::vector<std::string> kept;
+    if (disk)
+      for (const auto& o : objects) kept.push_back(o->getBuffer().str());
+    llvm::Expected<KernelFn> fn = link(*j.lljit, unique, rt, [&](auto& tracker) -> llvm::Error {
+      for (auto& o : objects)
+        if (llvm::Error err = j.lljit->addObjectFile(tracker, std::move(o))) return err;
+      return llvm::Error::success();
+    });
+    check(fn.takeError(), "compiling kernel '" + unique + "'");
+    if (disk) j.disk->store(key, unique, kept);
+    if (debug_level() >= 2) {
+      std::string each;
+      size_t optimised = 0;
+      for (const PartTimes& t : times) {
+        optimised += t.optimised;
+        each += " " + std::to_string(std::lround(t.optimise_ms)) + "+" +
+                std::to_string(std::lround(t.codegen_ms));
+      }
+      SG_LOG(2) << "JIT: " << unique << ": " << emitted << " IR instructions emitted, " << optimised
+                << " optimised; compiled in " << parts
+                << " parts on as many threads (optimise+code generation ms:" << each
+                << "), linking " << ms_since(linking) << " ms, " << ms_since(start) << " ms in all";
+    }
+    return j.cache.insert(std::move(rt), *fn, std::move(key), parts);
+  }
   const auto optimising = Clock::now();
   optimise(m, *j.tm, j.vector_math.tlii);
   const double optimise_ms = ms_since(optimising);
@@ -232,11 +308,11 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   }
   const auto generating = Clock::now();
   j.objects.last.clear();
-  llvm::Expected<KernelFn> fn = link(*j.lljit, unique, rt, [&](auto& tracker) {
+  llvm::Expected<KernelFn> fn = link(*j.lljit, unique, rt, [&](auto& tracker) -> llvm::Error {
     return j.lljit->addIRModule(tracker, std::move(tsm));
   });
   check(fn.takeError(), "compiling kernel '" + unique + "'");
-  if (disk && !j.objects.last.empty()) j.disk->store(key, unique, j.objects.last);
+  if (disk && !j.objects.last.empty()) j.disk->store(key, unique, {j.objects.last});
   SG_LOG(2) << "JIT: " << unique << ": " << emitted << " IR instructions emitted, " << optimised
             << " optimised; optimise " << optimise_ms << " ms, code generation and linking "
             << ms_since(generating) << " ms";
@@ -257,6 +333,12 @@ size_t Jit::live_kernels() const {
 std::string Jit::target_triple() const { return impl_->lljit->getTargetTriple().str(); }
 std::string Jit::data_layout() const {
   return impl_->lljit->getDataLayout().getStringRepresentation();
+}
+
+void Jit::split_compiles(int threads, size_t min_instructions) {
+  std::lock_guard lock(impl_->mu);
+  impl_->compile_threads = std::max(threads, 1);
+  impl_->split_min = min_instructions;
 }
 
 void Jit::keep_ir(bool on) {

@@ -27,6 +27,7 @@
 // optimised IR and assembly. No LLVM header is included here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -76,6 +77,7 @@ class Jit {
     uint64_t handle = 0;
     bool reused = false;     // the same code was compiled before: this is that kernel
     bool from_disk = false;  // loaded from the disk cache, not compiled
+    int parts = 1;           // objects its code was compiled into (split_compiles)
   };
   enum class Reuse { same_code, never, cached_only };
   // Optimises `module`, compiles it and returns the function `name` it defines — or, with
@@ -95,6 +97,14 @@ class Jit {
   // For modules being built.
   std::string target_triple() const;
   std::string data_layout() const;
+
+  // Compiling a large module on several threads: a module of at least `min_instructions` IR
+  // instructions is split by function into up to `threads` modules of about equal size, compiled
+  // concurrently and linked together (jit/split_compile.cpp). Default: kSplitMin, and
+  // SGRAPH_COMPILE_THREADS or the machine's hardware threads, at most kMaxCompileThreads.
+  static constexpr size_t kSplitMin = 1000;
+  static constexpr unsigned kMaxCompileThreads = 8;
+  void split_compiles(int threads, size_t min_instructions = kSplitMin);
 
   // The optimised IR and the assembly of the last kernel added, kept only after keep_ir(true)
   // (tests, tools) or with SGRAPH_DEBUG=3 (which also logs both).

@@ -6,6 +6,7 @@
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ExecutionEngine/ObjectCache.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "jit/jit.h"
 
@@ -48,6 +50,27 @@ void init_vector_math(VectorMath& vm, const llvm::TargetMachine& tm, bool libmve
 // `tlii`'s library mappings.
 void optimise(llvm::Module& m, llvm::TargetMachine& tm, const llvm::TargetLibraryInfoImpl& tlii);
 
+// split_compile.cpp. A large module compiled as several, on threads of their own.
+// Into how many parts add() splits `m` (`instructions` IR instructions, verified, not optimised)
+// given `threads` compile threads and the smallest module worth splitting; 1: not split.
+int split_parts(const llvm::Module& m, size_t instructions, int threads, size_t min_instructions);
+struct SplitHooks {
+  bool stream_stores = false;  // run stream_stores() on each optimised part
+  bool export_locals = false;  // run export_local_functions() on each optimised part
+};
+struct PartTimes {
+  double optimise_ms = 0, codegen_ms = 0;
+  size_t optimised = 0;  // IR instructions after optimising
+};
+// Splits `m` by function into `parts` modules (part 0 defines `entry`), optimises each (optimise())
+// and compiles it to an object with a target machine from `jtmb`, each part on a thread of its
+// own; returns the objects, to link together. Changes `m` (functions called across parts become
+// external). Throws sgraph::Error.
+std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
+    llvm::Module& m, const std::string& entry, int parts,
+    const llvm::orc::JITTargetMachineBuilder& jtmb, const llvm::TargetLibraryInfoImpl& tlii,
+    const SplitHooks& hooks, std::vector<PartTimes>& times);
+
 // asm_dump.cpp. The module's machine code as assembly text, generated from a copy (the JIT
 // generates its own when the module is added); for debugging only.
 std::string assembly(const llvm::Module& m, llvm::TargetMachine& tm);
@@ -65,8 +88,10 @@ class KernelCache {
   static std::string build_identity();
   // A new handle to the kernel compiled for `key`, if there is one.
   bool find(const std::string& key, Jit::Kernel& kernel);
-  // Keeps a compiled module (under `key` unless it is empty) and returns a handle to it.
-  Jit::Kernel insert(llvm::orc::ResourceTrackerSP tracker, KernelFn fn, std::string key);
+  // Keeps a compiled module (under `key` unless it is empty), linked from `parts` objects, and
+  // returns a handle to it.
+  Jit::Kernel insert(llvm::orc::ResourceTrackerSP tracker, KernelFn fn, std::string key,
+                     int parts = 1);
   // Drops a handle; returns the module's tracker, to remove, when it was the last one.
   llvm::orc::ResourceTrackerSP release(uint64_t handle);
   size_t live() const;  // distinct modules with handles
@@ -77,6 +102,7 @@ class KernelCache {
     KernelFn fn = nullptr;
     std::string key;  // "" when it is never reused
     int handles = 0;  // live handles to it
+    int parts = 1;    // objects linked (Jit::Kernel::parts)
   };
   Jit::Kernel handle_to(std::shared_ptr<Code> code, bool reused);
   std::unordered_map<uint64_t, std::shared_ptr<Code>> handles_;
@@ -93,6 +119,9 @@ class ObjectSink final : public llvm::ObjectCache {
   // The LLJIT compile function: the host's default compiler, reporting its objects here.
   llvm::orc::LLJITBuilder::CompileFunctionCreator compiler();
   std::string last;
+  // The target machine builder LLJIT compiles with (its code model and relocation model set for
+  // the JIT's linker), kept when LLJIT creates its compiler, for code compiled beside it.
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
 };
 
 // disk_cache.cpp. Compiled kernels' object code in a directory shared by processes, keyed by
@@ -102,14 +131,15 @@ class DiskCache {
  public:
   DiskCache(std::string dir, int64_t max_bytes);
   struct Entry {
-    std::string symbol;  // the kernel's name in the object
-    std::string object;  // a relocatable object file
+    std::string symbol;                // the kernel's name in the objects
+    std::vector<std::string> objects;  // relocatable object files, linked together
   };
   // The entry for `key` when there is a valid one (refreshing its time); nullopt otherwise.
   std::optional<Entry> load(const std::string& key);
   // Writes the entry atomically, then removes least recently used entries beyond the bound. A
   // directory that cannot be written is reported once and then left alone.
-  void store(const std::string& key, const std::string& symbol, const std::string& object);
+  void store(const std::string& key, const std::string& symbol,
+             const std::vector<std::string>& objects);
 
  private:
   std::filesystem::path path_of(const std::string& key) const;

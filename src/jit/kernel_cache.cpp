@@ -53,11 +53,12 @@ bool KernelCache::find(const std::string& key, Jit::Kernel& kernel) {
   return true;
 }
 
-Jit::Kernel KernelCache::insert(llvm::orc::ResourceTrackerSP tracker, KernelFn fn,
-                                std::string key) {
+Jit::Kernel KernelCache::insert(llvm::orc::ResourceTrackerSP tracker, KernelFn fn, std::string key,
+                                int parts) {
   auto code = std::make_shared<Code>();
   code->tracker = std::move(tracker);
   code->fn = fn;
+  code->parts = parts;
   code->key = std::move(key);
   if (!code->key.empty()) by_key_.emplace(code->key, code);
   return handle_to(std::move(code), false);
@@ -68,7 +69,9 @@ Jit::Kernel KernelCache::handle_to(std::shared_ptr<Code> code, bool reused) {
   const uint64_t h = next_handle_++;
   const KernelFn fn = code->fn;
   handles_.emplace(h, std::move(code));
-  return {fn, h, reused};
+  Jit::Kernel k{fn, h, reused};
+  k.parts = handles_.at(h)->parts;
+  return k;
 }
 
 llvm::orc::ResourceTrackerSP KernelCache::release(uint64_t handle) {
