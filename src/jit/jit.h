@@ -22,8 +22,9 @@
 // add() verifies the module, optimises it (new pass manager, O1 with the loop and SLP vectorisers
 // on, the host's TargetMachine) with glibc's libmvec vector math registered, so loops calling
 // expf/logf/tanhf/erff/powf/... become 16-wide (AVX-512) or 8-wide (AVX2) calls, compiles it with
-// its own ResourceTracker, and looks the kernel up once. add and remove may be called from several
-// threads (one compiles at a time). Failures throw sgraph::Error; SGRAPH_DEBUG=3 logs each kernel's
+// its own ResourceTracker, and looks the kernel up once. A large module is compiled in parts, each
+// on a thread of its own (split_compiles). add and remove may be called from several threads (one
+// module compiles at a time). Failures throw sgraph::Error; SGRAPH_DEBUG=3 logs each kernel's
 // optimised IR and assembly. No LLVM header is included here.
 #pragma once
 
