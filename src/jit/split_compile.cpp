@@ -16,9 +16,10 @@
 // sees their values. A module with any other kind of global is not split.
 //
 // Each part gets a context of its own (an LLVMContext is not thread-safe): the module is written
-// as bitcode once, and each thread parses it and drops the bodies of the functions it does not
-// own. Nothing about the code a part compiles to depends on the split but which functions are
-// inlined where: a nest whose body sits in another part is called instead of inlined.
+// as bitcode once, and each thread but the calling one parses it; every part then drops the
+// bodies of the functions it does not own (part 0 from the module itself, on the calling thread).
+// Nothing about the code a part compiles to depends on the split but which functions are inlined
+// where: a nest whose body sits in another part is called instead of inlined.
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Bitcode/BitcodeReader.h>
@@ -80,19 +81,13 @@ const llvm::Function* user_function(const llvm::User* u) {
   return nullptr;
 }
 
-// Compiles part `p` of the module in `bitcode`: owner[f] == p for the functions it defines.
-std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::StringRef bitcode, int p,
+// Compiles part `p` of module `m` (the whole module, which it changes): owner[f] == p for the
+// functions the part defines.
+std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
                                                  const std::unordered_map<std::string, int>& owner,
                                                  const llvm::orc::JITTargetMachineBuilder& jtmb,
                                                  const llvm::TargetLibraryInfoImpl& tlii,
                                                  const SplitHooks& hooks, PartTimes& times) {
-  llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> m = [&] {
-    llvm::Expected<std::unique_ptr<llvm::Module>> parsed =
-        llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "part"), ctx);
-    if (!parsed) SG_FAIL() << "JIT: reading a part back: " << llvm::toString(parsed.takeError());
-    return std::move(*parsed);
-  }();
   for (llvm::Function& f : *m)
     if (!f.isDeclaration()) {
       const auto it = owner.find(f.getName().str());
@@ -198,7 +193,15 @@ std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
   const auto run = [&](int p) {
     const auto i = static_cast<size_t>(p);
     try {
-      objects[i] = compile_part(bits, p, owner, jtmb, tlii, hooks, times[i]);
+      if (p == 0) {  // the module itself, on the calling thread
+        objects[i] = compile_part(&m, p, owner, jtmb, tlii, hooks, times[i]);
+        return;
+      }
+      llvm::LLVMContext ctx;  // a context of its own, parsed from the bitcode
+      llvm::Expected<std::unique_ptr<llvm::Module>> part =
+          llvm::parseBitcodeFile(llvm::MemoryBufferRef(bits, "part"), ctx);
+      if (!part) SG_FAIL() << "JIT: reading a part back: " << llvm::toString(part.takeError());
+      objects[i] = compile_part(part->get(), p, owner, jtmb, tlii, hooks, times[i]);
     } catch (...) {
       failed[i] = std::current_exception();
     }
