@@ -88,6 +88,7 @@ struct Jit::Impl {
   // compile_threads threads (split_compile.cpp).
   int compile_threads = 1;
   size_t split_min = kSplitMin;
+  std::optional<PartMachines> part_machines;  // made with the first split
 };
 
 std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
@@ -263,8 +264,10 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   if (parts > 1) {
     std::vector<PartTimes> times;
     std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects =
-        compile_split(m, unique, parts, *j.objects.jtmb, j.vector_math.tlii,
-                      {j.streaming_stores, j.perf_map}, times);
+        compile_split(m, unique, parts,
+                      j.part_machines ? *j.part_machines
+                                      : j.part_machines.emplace(PartMachines{*j.objects.jtmb, {}}),
+                      j.vector_math.tlii, {j.streaming_stores, j.perf_map}, times);
     const auto linking = Clock::now();
     std::vector<std::string> kept;
     if (disk)

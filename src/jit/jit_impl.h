@@ -62,14 +62,22 @@ struct PartTimes {
   double optimise_ms = 0, codegen_ms = 0;
   size_t optimised = 0;  // IR instructions after optimising
 };
+// One target machine per part, made from the JIT's builder when first needed and kept (making
+// one, and its subtarget on its first function, is a cost of every compile otherwise). A machine
+// is used by one compile at a time.
+struct PartMachines {
+  llvm::orc::JITTargetMachineBuilder jtmb;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
+  llvm::TargetMachine& at(int part);  // throws sgraph::Error
+};
 // Splits `m` by function into `parts` modules (part 0 defines `entry`), optimises each (optimise())
-// and compiles it to an object with a target machine from `jtmb`, each part on a thread of its
-// own; returns the objects, to link together. Changes `m` (functions called across parts become
-// external). Throws sgraph::Error.
+// and compiles it to an object with machines.at(part), each part on a thread of its own; returns
+// the objects, to link together. Changes `m` (functions called across parts become external).
+// Throws sgraph::Error.
 std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
-    llvm::Module& m, const std::string& entry, int parts,
-    const llvm::orc::JITTargetMachineBuilder& jtmb, const llvm::TargetLibraryInfoImpl& tlii,
-    const SplitHooks& hooks, std::vector<PartTimes>& times);
+    llvm::Module& m, const std::string& entry, int parts, PartMachines& machines,
+    const llvm::TargetLibraryInfoImpl& tlii, const SplitHooks& hooks,
+    std::vector<PartTimes>& times);
 
 // asm_dump.cpp. The module's machine code as assembly text, generated from a copy (the JIT
 // generates its own when the module is added); for debugging only.

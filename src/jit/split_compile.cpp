@@ -85,7 +85,7 @@ const llvm::Function* user_function(const llvm::User* u) {
 // functions the part defines.
 std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
                                                  const std::unordered_map<std::string, int>& owner,
-                                                 const llvm::orc::JITTargetMachineBuilder& jtmb,
+                                                 llvm::TargetMachine& tm,
                                                  const llvm::TargetLibraryInfoImpl& tlii,
                                                  const SplitHooks& hooks, PartTimes& times) {
   for (llvm::Function& f : *m)
@@ -105,20 +105,14 @@ std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
   std::string problems;
   llvm::raw_string_ostream os(problems);
   SG_CHECK(!llvm::verifyModule(*m, &os)) << "JIT: part " << p << " is invalid: " << problems;
-  std::unique_ptr<llvm::TargetMachine> tm = [&] {
-    llvm::orc::JITTargetMachineBuilder builder = jtmb;  // createTargetMachine is not const
-    llvm::Expected<std::unique_ptr<llvm::TargetMachine>> made = builder.createTargetMachine();
-    if (!made) SG_FAIL() << "JIT: a target machine: " << llvm::toString(made.takeError());
-    return std::move(*made);
-  }();
   const auto optimising = Clock::now();
-  optimise(*m, *tm, tlii);
+  optimise(*m, tm, tlii);
   times.optimise_ms = ms_since(optimising);
   times.optimised = m->getInstructionCount();
   if (hooks.stream_stores) stream_stores(*m);
   if (hooks.export_locals) export_local_functions(*m);
   const auto generating = Clock::now();
-  llvm::orc::SimpleCompiler compiler(*tm);
+  llvm::orc::SimpleCompiler compiler(tm);
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> object = compiler(*m);
   if (!object)
     SG_FAIL() << "JIT: compiling part " << p << ": " << llvm::toString(object.takeError());
@@ -127,6 +121,17 @@ std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
 }
 
 }  // namespace
+
+llvm::TargetMachine& PartMachines::at(int part) {
+  const auto i = static_cast<size_t>(part);
+  if (machines.size() <= i) machines.resize(i + 1);
+  if (!machines[i]) {
+    llvm::Expected<std::unique_ptr<llvm::TargetMachine>> made = jtmb.createTargetMachine();
+    if (!made) SG_FAIL() << "JIT: a target machine: " << llvm::toString(made.takeError());
+    machines[i] = std::move(*made);
+  }
+  return *machines[i];
+}
 
 int split_parts(const llvm::Module& m, size_t instructions, int threads, size_t min_instructions) {
   if (threads < 2 || instructions < min_instructions) return 1;
@@ -142,9 +147,9 @@ int split_parts(const llvm::Module& m, size_t instructions, int threads, size_t 
 }
 
 std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
-    llvm::Module& m, const std::string& entry, int parts,
-    const llvm::orc::JITTargetMachineBuilder& jtmb, const llvm::TargetLibraryInfoImpl& tlii,
-    const SplitHooks& hooks, std::vector<PartTimes>& times) {
+    llvm::Module& m, const std::string& entry, int parts, PartMachines& machines,
+    const llvm::TargetLibraryInfoImpl& tlii, const SplitHooks& hooks,
+    std::vector<PartTimes>& times) {
   // Owners: the entry and address-taken functions in part 0, the rest largest first.
   std::unordered_map<std::string, int> owner;
   std::vector<size_t> load(static_cast<size_t>(parts), 0);
@@ -187,6 +192,7 @@ std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
     llvm::WriteBitcodeToFile(m, os);
   }
   const llvm::StringRef bits(bitcode.data(), bitcode.size());
+  for (int p = 0; p < parts; ++p) machines.at(p);  // made here, before the threads use them
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects(static_cast<size_t>(parts));
   std::vector<std::exception_ptr> failed(static_cast<size_t>(parts));
   times.assign(static_cast<size_t>(parts), PartTimes{});
@@ -194,14 +200,14 @@ std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
     const auto i = static_cast<size_t>(p);
     try {
       if (p == 0) {  // the module itself, on the calling thread
-        objects[i] = compile_part(&m, p, owner, jtmb, tlii, hooks, times[i]);
+        objects[i] = compile_part(&m, p, owner, machines.at(p), tlii, hooks, times[i]);
         return;
       }
       llvm::LLVMContext ctx;  // a context of its own, parsed from the bitcode
       llvm::Expected<std::unique_ptr<llvm::Module>> part =
           llvm::parseBitcodeFile(llvm::MemoryBufferRef(bits, "part"), ctx);
       if (!part) SG_FAIL() << "JIT: reading a part back: " << llvm::toString(part.takeError());
-      objects[i] = compile_part(part->get(), p, owner, jtmb, tlii, hooks, times[i]);
+      objects[i] = compile_part(part->get(), p, owner, machines.at(p), tlii, hooks, times[i]);
     } catch (...) {
       failed[i] = std::current_exception();
     }
