@@ -218,10 +218,7 @@ void gemm_packed(int64_t M, const float* a, bool trans_a, const PackedB& b, floa
       else
         for (int64_t j = n0; j < n1; ++j) row[j] *= beta;
     }
-  thread_local std::vector<float> work;  // the packed rows of A, per thread
-  if (work.size() < static_cast<size_t>(p.kc * p.nc + kAlign))
-    work.resize(static_cast<size_t>(p.kc * p.nc + kAlign));
-  kernels_of(p.isa).packed_f32(M, a, trans_a, p, c, alpha, aligned(work), n0, n1);
+  kernels_of(p.isa).packed_f32(M, a, trans_a, p, c, alpha, n0, n1);
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*,

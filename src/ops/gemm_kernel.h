@@ -115,12 +115,12 @@ struct GemmKernels {
   void (*f64)(int64_t, int64_t, int64_t, const double*, bool, const double*, int64_t, bool, double*,
               int64_t, double, double);
   // Packed B: its cache blocks and panel width; packing b at offsets and data already set;
-  // C += alpha * op(A) * B with `work` of kc * nc floats, 64-byte aligned.
+  // C += alpha * op(A) * B, A's packed rows in the calling thread's workspace.
   void (*blocking_f32)(int64_t K, int64_t N, int64_t* kc, int64_t* mc, int64_t* nc, int64_t* panel);
   void (*pack_f32)(const PackedGemmB&, const float* b);
   // Only C's columns [n_begin, n_end), each a panel boundary (packed_columns) or N.
   void (*packed_f32)(int64_t M, const float* a, bool trans_a, const PackedGemmB&, float* c,
-                     float alpha, float* work, int64_t n_begin, int64_t n_end);
+                     float alpha, int64_t n_begin, int64_t n_end);
 };
 namespace gemm_base {
 extern const GemmKernels kernels;
