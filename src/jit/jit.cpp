@@ -258,7 +258,7 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
       }
   // A large module compiled in parts on several threads, unless its IR is kept whole (keep_ir,
   // SGRAPH_DEBUG=3) or LLVM's pass timers run (not thread-safe).
-  const int parts = j.keep_ir || debug_level() >= 3 || llvm::TimePassesIsEnabled
+  const int parts = j.keep_ir || debug_level() >= 3 || llvm::TimePassesIsEnabled || !j.objects.jtmb
                         ? 1
                         : split_parts(m, emitted, j.compile_threads, j.split_min);
   if (parts > 1) {
