@@ -18,6 +18,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -67,6 +68,8 @@ size_t default_split_min() {
   return Jit::kSplitMin;
 }
 
+std::atomic<int> compile_delay_ms{0};  // Jit::delay_compiles_for_testing
+
 }  // namespace
 
 struct Jit::Impl {
@@ -88,7 +91,7 @@ struct Jit::Impl {
   // compile_threads threads (split_compile.cpp).
   int compile_threads = 1;
   size_t split_min = kSplitMin;
-  std::optional<PartMachines> part_machines;  // made with the first split
+  std::optional<MachinePool> machines;  // for compiles outside the mutex, made with the first
 };
 
 std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
@@ -196,8 +199,8 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
                      const std::string& name, Reuse reuse) {
   // Owned together at once, so the module is always destroyed before its context.
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
-  std::lock_guard lock(impl_->mu);
   Impl& j = *impl_;
+  std::unique_lock lock(j.mu);
   const auto start = Clock::now();
   llvm::Module& m = *tsm.getModuleUnlocked();
   m.setTargetTriple(j.lljit->getTargetTriple().str());
@@ -256,18 +259,31 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
         f.removeFnAttr(llvm::Attribute::AlwaysInline);
         f.addFnAttr(llvm::Attribute::NoInline);
       }
-  // A large module compiled in parts on several threads, unless its IR is kept whole (keep_ir,
-  // SGRAPH_DEBUG=3) or LLVM's pass timers run (not thread-safe).
-  const int parts = j.keep_ir || debug_level() >= 3 || llvm::TimePassesIsEnabled || !j.objects.jtmb
-                        ? 1
-                        : split_parts(m, emitted, j.compile_threads, j.split_min);
-  if (parts > 1) {
+  // 3a. Optimised and compiled outside the mutex, so that other kernels are looked up, loaded
+  // and compiled meanwhile; a large module in parts on several threads. Not when the optimised IR
+  // is kept (keep_ir, SGRAPH_DEBUG=3) or LLVM's pass timers run (not thread-safe): 3b.
+  if (!j.keep_ir && debug_level() < 3 && !llvm::TimePassesIsEnabled && j.objects.jtmb) {
+    const int parts = split_parts(m, emitted, j.compile_threads, j.split_min);
+    if (!j.machines) j.machines.emplace(MachinePool{*j.objects.jtmb, {}});
+    std::vector<std::unique_ptr<llvm::TargetMachine>> machines = j.machines->take(parts);
+    const SplitHooks hooks{j.streaming_stores, j.perf_map};
+    lock.unlock();
+    if (const int ms = compile_delay_ms.load(std::memory_order_relaxed); ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     std::vector<PartTimes> times;
-    std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects =
-        compile_split(m, unique, parts,
-                      j.part_machines ? *j.part_machines
-                                      : j.part_machines.emplace(PartMachines{*j.objects.jtmb, {}}),
-                      j.vector_math.tlii, {j.streaming_stores, j.perf_map}, times);
+    std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
+    try {
+      objects = compile_split(m, unique, parts, machines, j.vector_math.tlii, hooks, times);
+    } catch (...) {
+      lock.lock();
+      j.machines->give_back(std::move(machines));
+      throw;
+    }
+    lock.lock();
+    j.machines->give_back(std::move(machines));
+    // The same code compiled by another thread meanwhile: that kernel (this one is dropped).
+    if (!key.empty())
+      if (Kernel same; j.cache.find(key, same)) return same;
     const auto linking = Clock::now();
     std::vector<std::string> kept;
     if (disk)
@@ -287,13 +303,21 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
         each += " " + std::to_string(std::lround(t.optimise_ms)) + "+" +
                 std::to_string(std::lround(t.codegen_ms));
       }
-      SG_LOG(2) << "JIT: " << unique << ": " << emitted << " IR instructions emitted, " << optimised
-                << " optimised; compiled in " << parts
-                << " parts on as many threads (optimise+code generation ms:" << each
-                << "), linking " << ms_since(linking) << " ms, " << ms_since(start) << " ms in all";
+      if (parts == 1)
+        SG_LOG(2) << "JIT: " << unique << ": " << emitted << " IR instructions emitted, "
+                  << optimised << " optimised; optimise " << times[0].optimise_ms
+                  << " ms, code generation " << times[0].codegen_ms << " ms, linking "
+                  << ms_since(linking) << " ms";
+      else
+        SG_LOG(2) << "JIT: " << unique << ": " << emitted << " IR instructions emitted, "
+                  << optimised << " optimised; compiled in " << parts
+                  << " parts on as many threads (optimise+code generation ms:" << each
+                  << "), linking " << ms_since(linking) << " ms, " << ms_since(start)
+                  << " ms in all";
     }
     return j.cache.insert(std::move(rt), *fn, std::move(key), parts);
   }
+  // 3b. Whole, under the mutex, through LLJIT's own compile layer, keeping the optimised IR.
   const auto optimising = Clock::now();
   optimise(m, *j.tm, j.vector_math.tlii);
   const double optimise_ms = ms_since(optimising);
@@ -336,6 +360,10 @@ size_t Jit::live_kernels() const {
 std::string Jit::target_triple() const { return impl_->lljit->getTargetTriple().str(); }
 std::string Jit::data_layout() const {
   return impl_->lljit->getDataLayout().getStringRepresentation();
+}
+
+void Jit::delay_compiles_for_testing(int ms) {
+  compile_delay_ms.store(ms, std::memory_order_relaxed);
 }
 
 void Jit::split_compiles(int threads, size_t min_instructions) {

@@ -23,9 +23,11 @@
 // on, the host's TargetMachine) with glibc's libmvec vector math registered, so loops calling
 // expf/logf/tanhf/erff/powf/... become 16-wide (AVX-512) or 8-wide (AVX2) calls, compiles it with
 // its own ResourceTracker, and looks the kernel up once. A large module is compiled in parts, each
-// on a thread of its own (split_compiles). add and remove may be called from several threads (one
-// module compiles at a time). Failures throw sgraph::Error; SGRAPH_DEBUG=3 logs each kernel's
-// optimised IR and assembly. No LLVM header is included here.
+// on a thread of its own (split_compiles). add and remove may be called from several threads:
+// modules are optimised and compiled outside the JIT's lock, so a kernel found in a cache is not
+// held up by another thread's compile (with keep_ir or SGRAPH_DEBUG=3, one module compiles at a
+// time); two threads adding the same code at once get one kernel. Failures throw sgraph::Error;
+// SGRAPH_DEBUG=3 logs each kernel's optimised IR and assembly. No LLVM header is included here.
 #pragma once
 
 #include <cstddef>
@@ -106,6 +108,9 @@ class Jit {
   static constexpr size_t kSplitMin = 1000;
   static constexpr unsigned kMaxCompileThreads = 8;
   void split_compiles(int threads, size_t min_instructions = kSplitMin);
+
+  // Tests: every compile outside the lock (see add) first sleeps this long; 0 turns it off.
+  static void delay_compiles_for_testing(int ms);
 
   // The optimised IR and the assembly of the last kernel added, kept only after keep_ir(true)
   // (tests, tools) or with SGRAPH_DEBUG=3 (which also logs both).

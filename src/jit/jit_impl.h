@@ -62,20 +62,24 @@ struct PartTimes {
   double optimise_ms = 0, codegen_ms = 0;
   size_t optimised = 0;  // IR instructions after optimising
 };
-// One target machine per part, made from the JIT's builder when first needed and kept (making
-// one, and its subtarget on its first function, is a cost of every compile otherwise). A machine
-// is used by one compile at a time.
-struct PartMachines {
+// Target machines for compiles outside the JIT's own compile layer, made from the builder LLJIT
+// compiles with (its code model and relocation model set for the JIT's linker) and kept for
+// later compiles (making one, and its subtarget on its first function, is a cost otherwise). A
+// compile takes machines out and gives them back; one machine serves one compile at a time. Not
+// thread-safe (the JIT's mutex guards it).
+struct MachinePool {
   llvm::orc::JITTargetMachineBuilder jtmb;
-  std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
-  llvm::TargetMachine& at(int part);  // throws sgraph::Error
+  std::vector<std::unique_ptr<llvm::TargetMachine>> idle;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> take(int n);  // throws sgraph::Error
+  void give_back(std::vector<std::unique_ptr<llvm::TargetMachine>> machines);
 };
-// Splits `m` by function into `parts` modules (part 0 defines `entry`), optimises each (optimise())
-// and compiles it to an object with machines.at(part), each part on a thread of its own; returns
-// the objects, to link together. Changes `m` (functions called across parts become external).
-// Throws sgraph::Error.
+// Splits `m` by function into `parts` modules (part 0 defines `entry`; 1: the module whole),
+// optimises each (optimise()) and compiles it to an object with machines[part], each part on a
+// thread of its own; returns the objects, to link together. Changes `m` (functions called across
+// parts become external). Throws sgraph::Error.
 std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
-    llvm::Module& m, const std::string& entry, int parts, PartMachines& machines,
+    llvm::Module& m, const std::string& entry, int parts,
+    const std::vector<std::unique_ptr<llvm::TargetMachine>>& machines,
     const llvm::TargetLibraryInfoImpl& tlii, const SplitHooks& hooks,
     std::vector<PartTimes>& times);
 

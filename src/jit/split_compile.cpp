@@ -81,30 +81,36 @@ const llvm::Function* user_function(const llvm::User* u) {
   return nullptr;
 }
 
+// Removes the declarations and local constants nothing in `m` uses any more.
+void drop_unused(llvm::Module& m) {
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (llvm::Function& f : llvm::make_early_inc_range(m))
+      if (f.isDeclaration() && f.use_empty() && !f.isIntrinsic())
+        f.eraseFromParent(), erased = true;
+    for (llvm::GlobalVariable& gv : llvm::make_early_inc_range(m.globals()))
+      if (gv.hasLocalLinkage() && gv.use_empty()) gv.eraseFromParent(), erased = true;
+  }
+}
+
 // Compiles part `p` of module `m` (the whole module, which it changes): owner[f] == p for the
-// functions the part defines.
+// functions the part defines; no owners: the module whole.
 std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
                                                  const std::unordered_map<std::string, int>& owner,
                                                  llvm::TargetMachine& tm,
                                                  const llvm::TargetLibraryInfoImpl& tlii,
                                                  const SplitHooks& hooks, PartTimes& times) {
-  for (llvm::Function& f : *m)
-    if (!f.isDeclaration()) {
-      const auto it = owner.find(f.getName().str());
-      if (it != owner.end() && it->second != p) f.deleteBody();  // a declaration now
-    }
-  // Declarations and local constants nothing here uses any more.
-  for (bool erased = true; erased;) {
-    erased = false;
-    for (llvm::Function& f : llvm::make_early_inc_range(*m))
-      if (f.isDeclaration() && f.use_empty() && !f.isIntrinsic())
-        f.eraseFromParent(), erased = true;
-    for (llvm::GlobalVariable& gv : llvm::make_early_inc_range(m->globals()))
-      if (gv.hasLocalLinkage() && gv.use_empty()) gv.eraseFromParent(), erased = true;
+  if (!owner.empty()) {  // one part of several
+    for (llvm::Function& f : *m)
+      if (!f.isDeclaration()) {
+        const auto it = owner.find(f.getName().str());
+        if (it != owner.end() && it->second != p) f.deleteBody();  // a declaration now
+      }
+    drop_unused(*m);
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    SG_CHECK(!llvm::verifyModule(*m, &os)) << "JIT: part " << p << " is invalid: " << problems;
   }
-  std::string problems;
-  llvm::raw_string_ostream os(problems);
-  SG_CHECK(!llvm::verifyModule(*m, &os)) << "JIT: part " << p << " is invalid: " << problems;
   const auto optimising = Clock::now();
   optimise(*m, tm, tlii);
   times.optimise_ms = ms_since(optimising);
@@ -122,15 +128,24 @@ std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
 
 }  // namespace
 
-llvm::TargetMachine& PartMachines::at(int part) {
-  const auto i = static_cast<size_t>(part);
-  if (machines.size() <= i) machines.resize(i + 1);
-  if (!machines[i]) {
+std::vector<std::unique_ptr<llvm::TargetMachine>> MachinePool::take(int n) {
+  std::vector<std::unique_ptr<llvm::TargetMachine>> out;
+  while (static_cast<int>(out.size()) < n) {
+    if (!idle.empty()) {
+      out.push_back(std::move(idle.back()));
+      idle.pop_back();
+      continue;
+    }
     llvm::Expected<std::unique_ptr<llvm::TargetMachine>> made = jtmb.createTargetMachine();
     if (!made) SG_FAIL() << "JIT: a target machine: " << llvm::toString(made.takeError());
-    machines[i] = std::move(*made);
+    out.push_back(std::move(*made));
   }
-  return *machines[i];
+  return out;
+}
+
+void MachinePool::give_back(std::vector<std::unique_ptr<llvm::TargetMachine>> machines) {
+  for (auto& tm : machines)
+    if (tm) idle.push_back(std::move(tm));
 }
 
 int split_parts(const llvm::Module& m, size_t instructions, int threads, size_t min_instructions) {
@@ -147,9 +162,17 @@ int split_parts(const llvm::Module& m, size_t instructions, int threads, size_t 
 }
 
 std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
-    llvm::Module& m, const std::string& entry, int parts, PartMachines& machines,
+    llvm::Module& m, const std::string& entry, int parts,
+    const std::vector<std::unique_ptr<llvm::TargetMachine>>& machines,
     const llvm::TargetLibraryInfoImpl& tlii, const SplitHooks& hooks,
     std::vector<PartTimes>& times) {
+  SG_ASSERT(parts >= 1 && machines.size() >= static_cast<size_t>(parts));
+  if (parts == 1) {  // whole: nothing to split, nothing written as bitcode
+    times.assign(1, PartTimes{});
+    std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
+    objects.push_back(compile_part(&m, 0, {}, *machines[0], tlii, hooks, times[0]));
+    return objects;
+  }
   // Owners: the entry and address-taken functions in part 0, the rest largest first.
   std::unordered_map<std::string, int> owner;
   std::vector<size_t> load(static_cast<size_t>(parts), 0);
@@ -192,7 +215,6 @@ std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
     llvm::WriteBitcodeToFile(m, os);
   }
   const llvm::StringRef bits(bitcode.data(), bitcode.size());
-  for (int p = 0; p < parts; ++p) machines.at(p);  // made here, before the threads use them
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects(static_cast<size_t>(parts));
   std::vector<std::exception_ptr> failed(static_cast<size_t>(parts));
   times.assign(static_cast<size_t>(parts), PartTimes{});
@@ -200,14 +222,14 @@ std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
     const auto i = static_cast<size_t>(p);
     try {
       if (p == 0) {  // the module itself, on the calling thread
-        objects[i] = compile_part(&m, p, owner, machines.at(p), tlii, hooks, times[i]);
+        objects[i] = compile_part(&m, p, owner, *machines[i], tlii, hooks, times[i]);
         return;
       }
       llvm::LLVMContext ctx;  // a context of its own, parsed from the bitcode
       llvm::Expected<std::unique_ptr<llvm::Module>> part =
           llvm::parseBitcodeFile(llvm::MemoryBufferRef(bits, "part"), ctx);
       if (!part) SG_FAIL() << "JIT: reading a part back: " << llvm::toString(part.takeError());
-      objects[i] = compile_part(part->get(), p, owner, machines.at(p), tlii, hooks, times[i]);
+      objects[i] = compile_part(part->get(), p, owner, *machines[i], tlii, hooks, times[i]);
     } catch (...) {
       failed[i] = std::current_exception();
     }
