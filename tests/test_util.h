@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -206,6 +208,21 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
   std::filesystem::path path;
 };
+
+// A file's bytes ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// The kernel cache entries (.sgk files) in a disk cache directory.
+inline std::vector<std::filesystem::path> cache_entries(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".sgk") out.push_back(e.path());
+  return out;
+}
 
 // g's node names by index and value names by id (the names a warm-up record uses).
 inline std::vector<std::string> node_names(const Graph& g) {

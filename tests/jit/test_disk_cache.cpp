@@ -44,18 +44,6 @@ bool run_checked(Jit& jit, float k) {
   return run.compiled.kernel.from_disk;
 }
 
-std::vector<fs::path> entries(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".sgk") out.push_back(e.path());
-  return out;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -87,11 +75,11 @@ TEST_CASE("JIT disk cache: a second JIT loads the kernel instead of compiling it
     auto jit = Jit::create({dir.path.string()});
     CHECK_FALSE(run_checked(*jit, 2.0f));
   }
-  REQUIRE(entries(dir.path).size() == 1);
+  REQUIRE(test::cache_entries(dir.path).size() == 1);
   auto jit = Jit::create({dir.path.string()});
   CHECK(run_checked(*jit, 2.0f));        // loaded, and it computes what the interpreter does
   CHECK_FALSE(run_checked(*jit, 3.0f));  // other code: compiled, and cached too
-  CHECK(entries(dir.path).size() == 2);
+  CHECK(test::cache_entries(dir.path).size() == 2);
   auto no_cache = Jit::create();
   CHECK_FALSE(run_checked(*no_cache, 2.0f));
 }
@@ -106,13 +94,13 @@ TEST_CASE("JIT disk cache: damaged, foreign and renamed entries are ignored and 
     TempDir other;  // another kernel's entry, to rename over this one's
     auto jit = Jit::create({other.path.string()});
     run_checked(*jit, 5.0f);
-    REQUIRE(entries(other.path).size() == 1);
-    fs::copy_file(entries(other.path)[0], dir.path / "other.bin");
+    REQUIRE(test::cache_entries(other.path).size() == 1);
+    fs::copy_file(test::cache_entries(other.path)[0], dir.path / "other.bin");
   }
-  REQUIRE(entries(dir.path).size() == 1);
-  const fs::path entry = entries(dir.path)[0];
-  const std::string good = read_file(entry);
-  const std::string foreign = read_file(dir.path / "other.bin");
+  REQUIRE(test::cache_entries(dir.path).size() == 1);
+  const fs::path entry = test::cache_entries(dir.path)[0];
+  const std::string good = test::read_file(entry);
+  const std::string foreign = test::read_file(dir.path / "other.bin");
   std::string flipped = good;
   flipped[flipped.size() - 40] ^= 0x5a;  // a byte of the object
   std::string header_only = good.substr(0, good.find('\n', good.find('\n') + 1) + 1);
@@ -129,8 +117,8 @@ TEST_CASE("JIT disk cache: damaged, foreign and renamed entries are ignored and 
     INFO(what);
     write_file(entry, bytes);
     auto jit = Jit::create({dir.path.string()});
-    CHECK_FALSE(run_checked(*jit, 2.0f));  // ignored: compiled, correct
-    CHECK(read_file(entry) == good);       // and rewritten
+    CHECK_FALSE(run_checked(*jit, 2.0f));   // ignored: compiled, correct
+    CHECK(test::read_file(entry) == good);  // and rewritten
     auto again = Jit::create({dir.path.string()});
     CHECK(run_checked(*again, 2.0f));
   }
@@ -153,7 +141,7 @@ TEST_CASE("JIT disk cache: the least recently used entries go beyond the bound")
   {
     auto jit = Jit::create({probe.path.string()});
     run_checked(*jit, 2.0f);
-    entry_bytes = static_cast<int64_t>(fs::file_size(entries(probe.path).at(0)));
+    entry_bytes = static_cast<int64_t>(fs::file_size(test::cache_entries(probe.path).at(0)));
   }
   // Room for two entries (the kernels differ only in a constant, so in size by a few bytes).
   TempDir dir;
@@ -175,7 +163,7 @@ TEST_CASE("JIT disk cache: the least recently used entries go beyond the bound")
     run_checked(*jit, k);
     pause();
   }
-  CHECK(entries(dir.path).size() == 2);
+  CHECK(test::cache_entries(dir.path).size() == 2);
   CHECK(kernels_cached() == std::set<float>{3.0f, 4.0f});  // 2 was the oldest
   pause();
   {
@@ -205,7 +193,7 @@ TEST_CASE("JIT disk cache: JITs filling one directory concurrently") {
     });
   for (std::thread& t : threads) t.join();
   CHECK(failures == 0);
-  CHECK(entries(dir.path).size() == 6);
+  CHECK(test::cache_entries(dir.path).size() == 6);
   size_t leftovers = 0;  // no temporary file is left behind
   for (const fs::directory_entry& e : fs::directory_iterator(dir.path))
     leftovers += e.path().extension() != ".sgk";

@@ -40,18 +40,6 @@ void check_run(const RegionRun& run) {
     test::check_tensors_close(run.got[i], run.want[i], 1e-5, 1e-6);
 }
 
-std::vector<fs::path> entries(const fs::path& dir) {
-  std::vector<fs::path> out;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".sgk") out.push_back(e.path());
-  return out;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 }  // namespace
 
 TEST_CASE("JIT: a module compiled in parts on several threads computes what the interpreter does") {
@@ -86,9 +74,9 @@ TEST_CASE("JIT disk cache: a kernel compiled in parts is kept and loaded with al
     CHECK(run.compiled.kernel.parts == 3);
     check_run(run);
   }
-  REQUIRE(entries(dir.path).size() == 1);
-  const fs::path entry = entries(dir.path)[0];
-  const std::string good = read_file(entry);
+  REQUIRE(test::cache_entries(dir.path).size() == 1);
+  const fs::path entry = test::cache_entries(dir.path)[0];
+  const std::string good = test::read_file(entry);
   {  // a second JIT, compiling on one thread, loads the three objects
     std::unique_ptr<Jit> jit = Jit::create({dir.path.string()});
     jit->split_compiles(1);
