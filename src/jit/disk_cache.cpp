@@ -45,6 +45,16 @@ bool field(const std::string& s, size_t& pos, std::string& out) {
   return true;
 }
 
+// A field holding a whole number of at most `digits` decimal digits.
+bool count_field(const std::string& s, size_t& pos, size_t digits, size_t& out) {
+  std::string f;
+  if (!field(s, pos, f) || f.empty() || f.size() > digits ||
+      f.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  out = std::stoull(f);
+  return true;
+}
+
 }  // namespace
 
 void ObjectSink::notifyObjectCompiled(const llvm::Module*, llvm::MemoryBufferRef obj) {
@@ -82,21 +92,16 @@ std::optional<DiskCache::Entry> DiskCache::load(const std::string& key) {
   std::string s(size, '\0');
   if (!in.read(s.data(), static_cast<std::streamsize>(size))) return ignore("unreadable");
   size_t pos = 0;
-  std::string magic, stored_key, symbol, count;
+  std::string magic, stored_key, symbol;
+  size_t count = 0;
   if (!field(s, pos, magic) || magic != kMagic) return ignore("not a kernel cache entry");
   if (!field(s, pos, stored_key) || stored_key != key) return ignore("written for another key");
   if (!field(s, pos, symbol) || symbol.empty()) return ignore("no symbol");
-  if (!field(s, pos, count) || count.empty() || count.size() > 2 ||
-      count.find_first_not_of("0123456789") != std::string::npos || std::stoi(count) < 1)
-    return ignore("truncated header");
-  std::vector<std::pair<size_t, std::string>> parts(static_cast<size_t>(std::stoi(count)));
+  if (!count_field(s, pos, 2, count) || count < 1) return ignore("truncated header");
+  std::vector<std::pair<size_t, std::string>> parts(count);
   size_t total = 0;
   for (auto& [bytes, hash] : parts) {
-    std::string length;
-    if (!field(s, pos, length) || !field(s, pos, hash) || length.empty() || length.size() > 10 ||
-        length.find_first_not_of("0123456789") != std::string::npos)
-      return ignore("truncated header");
-    bytes = std::stoull(length);
+    if (!count_field(s, pos, 10, bytes) || !field(s, pos, hash)) return ignore("truncated header");
     total += bytes;
   }
   if (total != s.size() - pos) return ignore("truncated or padded object");

@@ -44,28 +44,16 @@ T take(llvm::Expected<T> value, std::string_view what) {
   return std::move(*value);
 }
 
-// SGRAPH_COMPILE_THREADS=N, else the machine's hardware threads, at most kMaxCompileThreads.
-int default_compile_threads() {
-  if (const char* v = std::getenv("SGRAPH_COMPILE_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && n >= 1 && n <= 64) return static_cast<int>(n);
-    SG_LOG(0) << "SGRAPH_COMPILE_THREADS=" << v << " is not a count from 1 to 64; ignored";
-  }
-  return static_cast<int>(
-      std::clamp(std::thread::hardware_concurrency(), 1u, Jit::kMaxCompileThreads));
-}
-
-// SGRAPH_COMPILE_SPLIT_MIN=N: the smallest module compiled in parts (tests and the fuzzers set it
-// low to compile small kernels in parts too), else Jit::kSplitMin.
-size_t default_split_min() {
-  if (const char* v = std::getenv("SGRAPH_COMPILE_SPLIT_MIN")) {
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (end != v && *end == '\0' && n >= 0) return static_cast<size_t>(n);
-    SG_LOG(0) << "SGRAPH_COMPILE_SPLIT_MIN=" << v << " is not a count; ignored";
-  }
-  return Jit::kSplitMin;
+// An environment variable holding a whole number in [lo, hi], else `fallback` (unset, or logged
+// and ignored when it holds anything else).
+int64_t env_count(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (end != v && *end == '\0' && n >= lo && n <= hi) return n;
+  SG_LOG(0) << name << "=" << v << " is not a count from " << lo << " to " << hi << "; ignored";
+  return fallback;
 }
 
 std::atomic<int> compile_delay_ms{0};  // Jit::delay_compiles_for_testing
@@ -131,8 +119,13 @@ std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
   if (const char* dir = std::getenv("SGRAPH_DUMP_IR")) impl->dump_ir = dir;
   if (!disk.dir.empty()) impl->disk = std::make_unique<DiskCache>(disk.dir, disk.max_bytes);
   impl->streaming_stores = impl->tm->getTargetTriple().isX86();
-  impl->compile_threads = default_compile_threads();
-  impl->split_min = default_split_min();
+  // SGRAPH_COMPILE_THREADS, else the machine's hardware threads, at most kMaxCompileThreads;
+  // SGRAPH_COMPILE_SPLIT_MIN (tests and the fuzzers set it low, to split small kernels too).
+  impl->compile_threads = static_cast<int>(
+      env_count("SGRAPH_COMPILE_THREADS", 1, 64,
+                std::clamp(std::thread::hardware_concurrency(), 1u, kMaxCompileThreads)));
+  impl->split_min = static_cast<size_t>(
+      env_count("SGRAPH_COMPILE_SPLIT_MIN", 0, INT64_MAX, static_cast<int64_t>(kSplitMin)));
   llvm::orc::JITDylib& main = impl->lljit->getMainJITDylib();
   const char prefix = impl->lljit->getDataLayout().getGlobalPrefix();
   // libmvec (loaded permanently: plain -lmvec links are dropped as unneeded), then the process

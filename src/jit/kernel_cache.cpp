@@ -67,10 +67,9 @@ Jit::Kernel KernelCache::insert(llvm::orc::ResourceTrackerSP tracker, KernelFn f
 Jit::Kernel KernelCache::handle_to(std::shared_ptr<Code> code, bool reused) {
   ++code->handles;
   const uint64_t h = next_handle_++;
-  const KernelFn fn = code->fn;
+  Jit::Kernel k{code->fn, h, reused};
+  k.parts = code->parts;
   handles_.emplace(h, std::move(code));
-  Jit::Kernel k{fn, h, reused};
-  k.parts = handles_.at(h)->parts;
   return k;
 }
 
