@@ -84,6 +84,10 @@ struct Report {
   double compile_ms_total = 0;
   int disk_loads = 0;  // kernels loaded from the disk cache (not compilations; their time is in
                        // compile_ms_total)
+  // The wall time those compiles and loads took: a Session compiles a plan's kernels at once on
+  // several threads (the JIT's compile threads), so this is less than compile_ms_total when
+  // they overlapped. With background compilation, the time its compile thread(s) were busy.
+  double compile_wall_ms = 0;
   int signatures = 0;
   int replans = 0;   // re-plans after repeated guard misses
   size_t steps = 0;  // steps of the executable graph (ops outside regions + regions)

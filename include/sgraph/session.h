@@ -15,7 +15,7 @@
 // OpReport::why_not_dynamic.
 //
 // Compile cost: kernels may come from an on-disk cache shared by processes (cache_dir), and may be
-// compiled on a thread of the Session's own while calls go on interpreted (background_compile).
+// compiled on threads of the Session's own while calls go on interpreted (background_compile).
 //
 // CompileMode::per_signature is the baseline of per-signature compilers (XLA-style) for
 // comparison: each new set of input shapes is interpreted once, then the whole graph is compiled
@@ -89,12 +89,13 @@ struct SessionOptions {
   // one directory. Default: $SGRAPH_CACHE_DIR, or no disk cache when it is unset or "".
   std::string cache_dir = env_cache_dir();
   // Background compilation (for services): planning still happens in the call that ends the
-  // warm-up (or re-plans), but the kernels are compiled on a thread of the Session's own while
-  // calls go on through the interpreter; each call first installs the kernels finished since the
-  // previous one (a call in flight finishes on what it started with). Results are the same either
-  // way; no call waits for the JIT. wait_compiled() blocks until all are installed. False: the
-  // call that plans compiles (deterministic: tests, benchmarks, tools). per_signature mode always
-  // compiles synchronously.
+  // warm-up (or re-plans), but the kernels are compiled on threads of the Session's own (as many
+  // as the JIT's compile threads, SGRAPH_COMPILE_THREADS) while calls go on through the
+  // interpreter; each call first installs the kernels finished since the previous one (a call in
+  // flight finishes on what it started with). Results are the same either way; no call waits for
+  // the JIT. wait_compiled() blocks until all are installed. False: the call that plans compiles
+  // the plan's kernels, all at once on those threads (tests, benchmarks, tools). per_signature
+  // mode always compiles synchronously.
   bool background_compile = false;
   int64_t cache_max_bytes = int64_t{256} << 20;  // least recently used entries removed beyond it
   // The compile budget: the calls a region is expected to serve. A region whose predicted saving

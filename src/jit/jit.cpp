@@ -21,8 +21,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <string_view>
 #include <thread>
 
@@ -80,6 +82,10 @@ struct Jit::Impl {
   int compile_threads = 1;
   size_t split_min = kSplitMin;
   std::optional<MachinePool> machines;  // for compiles outside the mutex, made with the first
+  std::set<std::string> compiling;      // keys being compiled outside the mutex
+  std::condition_variable compiled;     // one of those compiles ended
+  CompileStats stats;                   // Jit::compile_stats
+  int at_once = 0;                      // compiles running outside the mutex now
 };
 
 std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
@@ -193,19 +199,26 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
   // Owned together at once, so the module is always destroyed before its context.
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
   Impl& j = *impl_;
-  std::unique_lock lock(j.mu);
   const auto start = Clock::now();
+  // Verified and keyed before taking the lock (the module is this call's own; what it reads of
+  // the JIT does not change after create), so concurrent adds overlap in this too.
   llvm::Module& m = *tsm.getModuleUnlocked();
   m.setTargetTriple(j.lljit->getTargetTriple().str());
   m.setDataLayout(j.lljit->getDataLayout());
   std::string problems;
   llvm::raw_string_ostream os(problems);
   SG_CHECK(!llvm::verifyModule(m, &os)) << "JIT: kernel '" << name << "' is invalid: " << problems;
-  // 1. The same code compiled before, in this process.
   std::string key;
-  if (reuse != Reuse::never) {
-    key = KernelCache::key_of(m, *j.tm, j.build);
+  if (reuse != Reuse::never) key = KernelCache::key_of(m, *j.tm, j.build);
+  std::unique_lock lock(j.mu);
+  // 1. The same code compiled before, in this process, or being compiled by another thread now:
+  // then this waits for that compile and takes its kernel (rather than compiling it twice).
+  if (!key.empty()) {
     if (Kernel same; j.cache.find(key, same)) return same;
+    if (reuse != Reuse::cached_only && j.compiling.count(key)) {
+      j.compiled.wait(lock, [&] { return j.compiling.count(key) == 0; });
+      if (Kernel same; j.cache.find(key, same)) return same;  // (else that compile failed)
+    }
   }
   // The JIT's names: `name` and everything named after it get this code's number, or, for code
   // the disk cache may hold, its key (so an object from the cache defines the name looked up).
@@ -260,6 +273,16 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
     if (!j.machines) j.machines.emplace(MachinePool{*j.objects.jtmb, {}});
     std::vector<std::unique_ptr<llvm::TargetMachine>> machines = j.machines->take(parts);
     const SplitHooks hooks{j.streaming_stores, j.perf_map};
+    if (!key.empty()) j.compiling.insert(key);
+    ++j.stats.compiles;
+    j.stats.most_at_once = std::max(j.stats.most_at_once, ++j.at_once);
+    // Back under the lock: the machines returned, and threads waiting for this code woken.
+    const auto done = [&] {
+      lock.lock();
+      --j.at_once;
+      j.machines->give_back(std::move(machines));
+      if (!key.empty() && j.compiling.erase(key)) j.compiled.notify_all();
+    };
     lock.unlock();
     if (const int ms = compile_delay_ms.load(std::memory_order_relaxed); ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -268,12 +291,10 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
     try {
       objects = compile_split(m, unique, parts, machines, j.vector_math.tlii, hooks, times);
     } catch (...) {
-      lock.lock();
-      j.machines->give_back(std::move(machines));
+      done();
       throw;
     }
-    lock.lock();
-    j.machines->give_back(std::move(machines));
+    done();
     // The same code compiled by another thread meanwhile: that kernel (this one is dropped).
     if (!key.empty())
       if (Kernel same; j.cache.find(key, same)) return same;
@@ -311,6 +332,7 @@ Jit::Kernel Jit::add(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llv
     return j.cache.insert(std::move(rt), *fn, std::move(key), parts);
   }
   // 3b. Whole, under the mutex, through LLJIT's own compile layer, keeping the optimised IR.
+  ++j.stats.compiles;
   const auto optimising = Clock::now();
   optimise(m, *j.tm, j.vector_math.tlii);
   const double optimise_ms = ms_since(optimising);
@@ -348,6 +370,16 @@ void Jit::remove(uint64_t handle) {
 size_t Jit::live_kernels() const {
   std::lock_guard lock(impl_->mu);
   return impl_->cache.live();
+}
+
+Jit::CompileStats Jit::compile_stats() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->stats;
+}
+
+int Jit::compile_threads() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->compile_threads;
 }
 
 std::string Jit::target_triple() const { return impl_->lljit->getTargetTriple().str(); }

@@ -85,7 +85,8 @@ class Jit {
   enum class Reuse { same_code, never, cached_only };
   // Optimises `module`, compiles it and returns the function `name` it defines — or, with
   // Reuse::same_code, the kernel of an earlier module with the same code and target (the module
-  // is then dropped unoptimised), or that of the disk cache's entry for it (Reuse::never and
+  // is then dropped unoptimised; when another thread is compiling that code, this waits for it
+  // and takes its kernel), or that of the disk cache's entry for it (Reuse::never and
   // keep_ir bypass the disk cache). Reuse::cached_only: one of those two, else no kernel (fn
   // nullptr) and nothing compiled. Each returned kernel has a handle of its own. Throws
   // sgraph::Error when the module is invalid or fails to compile (the JIT stays usable).
@@ -96,6 +97,13 @@ class Jit {
   void remove(uint64_t handle);
   // Distinct kernels compiled and alive (a reused kernel counts once).
   size_t live_kernels() const;
+  // Over the JIT's life: modules compiled (kernels reused or loaded from the disk cache are
+  // not), and the most compiled at once by concurrent adds.
+  struct CompileStats {
+    size_t compiles = 0;
+    int most_at_once = 0;
+  };
+  CompileStats compile_stats() const;
 
   // For modules being built.
   std::string target_triple() const;
@@ -108,6 +116,9 @@ class Jit {
   static constexpr size_t kSplitMin = 1000;
   static constexpr unsigned kMaxCompileThreads = 8;
   void split_compiles(int threads, size_t min_instructions = kSplitMin);
+  // The threads a compile may use (split_compiles): also how many kernels a Session compiles at
+  // once.
+  int compile_threads() const;
 
   // Tests: every compile outside the lock (see add) first sleeps this long; 0 turns it off.
   static void delay_compiles_for_testing(int ms);

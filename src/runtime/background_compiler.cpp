@@ -1,4 +1,4 @@
-// BackgroundCompiler (see background_compiler.h): one worker thread and a queue.
+// BackgroundCompiler (see background_compiler.h): worker threads and a queue.
 #include "runtime/background_compiler.h"
 
 #include <algorithm>
@@ -14,6 +14,8 @@ std::atomic<int> job_delay_ms{0};
 
 void BackgroundCompiler::delay_jobs_for_testing(int ms) { job_delay_ms = ms; }
 
+BackgroundCompiler::BackgroundCompiler(int workers) : workers_(std::max(workers, 1)) {}
+
 BackgroundCompiler::~BackgroundCompiler() {
   {
     std::lock_guard lock(mu_);
@@ -21,22 +23,43 @@ BackgroundCompiler::~BackgroundCompiler() {
     queue_.clear();
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) t.join();
+}
+
+std::vector<BackgroundCompiler::Done> BackgroundCompiler::run_all(std::vector<Queued> jobs,
+                                                                  int threads) {
+  std::vector<Done> done;
+  if (jobs.size() <= 1 || threads <= 1) {
+    for (Queued& q : jobs) done.push_back(run_one(q));
+    return done;
+  }
+  BackgroundCompiler pool(std::min(threads, static_cast<int>(jobs.size())));
+  pool.delay_ = false;  // (delay_jobs_for_testing slows background compiles only)
+  for (Queued& q : jobs) pool.submit(q.id, std::move(q.job));
+  pool.wait_idle();
+  return pool.take_done();
 }
 
 void BackgroundCompiler::submit(uint64_t id, Job job) {
   {
     std::lock_guard lock(mu_);
     queue_.push_back(Queued{id, std::move(job)});
-    if (!thread_.joinable()) thread_ = std::thread([this] { work(); });
+    const size_t wanted = static_cast<size_t>(running_) + queue_.size();
+    if (threads_.size() < static_cast<size_t>(workers_) && threads_.size() < wanted)
+      threads_.emplace_back([this] { work(); });
   }
   wake_.notify_one();
+}
+
+void BackgroundCompiler::set_workers(int workers) {
+  std::lock_guard lock(mu_);
+  workers_ = std::max(workers, 1);
 }
 
 void BackgroundCompiler::drop_unless(const std::function<bool(uint64_t)>& live) {
   std::lock_guard lock(mu_);
   std::erase_if(queue_, [&](const Queued& q) { return !live(q.id); });
-  if (queue_.empty() && !running_) idle_.notify_all();
+  if (queue_.empty() && running_ == 0) idle_.notify_all();
 }
 
 std::vector<BackgroundCompiler::Done> BackgroundCompiler::take_done() {
@@ -47,12 +70,31 @@ std::vector<BackgroundCompiler::Done> BackgroundCompiler::take_done() {
 
 void BackgroundCompiler::wait_idle() {
   std::unique_lock lock(mu_);
-  idle_.wait(lock, [&] { return queue_.empty() && !running_; });
+  idle_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
 }
 
 bool BackgroundCompiler::busy() const {
   std::lock_guard lock(mu_);
-  return !queue_.empty() || running_;
+  return !queue_.empty() || running_ > 0;
+}
+
+double BackgroundCompiler::busy_ms() const {
+  std::lock_guard lock(mu_);
+  Clock::duration d = busy_;
+  if (running_ > 0) d += Clock::now() - busy_since_;
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+BackgroundCompiler::Done BackgroundCompiler::run_one(Queued& q) {
+  Done d{q.id, {}, {}};
+  try {
+    d.compiled = q.job();
+  } catch (const Error& e) {
+    d.error = e.what();
+  } catch (const std::exception& e) {  // e.g. out of memory: the region stays interpreted
+    d.error = std::string("compiling failed: ") + e.what();
+  }
+  return d;
 }
 
 void BackgroundCompiler::work() {
@@ -62,23 +104,16 @@ void BackgroundCompiler::work() {
     if (stop_) return;
     Queued q = std::move(queue_.front());
     queue_.pop_front();
-    running_ = true;
+    if (running_++ == 0) busy_since_ = Clock::now();
     lock.unlock();
-    Done d{q.id, {}, {}};
-    if (const int ms = job_delay_ms.load(); ms > 0)
+    if (const int ms = job_delay_ms.load(); ms > 0 && delay_)
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    try {
-      d.compiled = q.job();
-    } catch (const Error& e) {
-      d.error = e.what();
-    } catch (const std::exception& e) {  // e.g. out of memory: the region stays interpreted
-      d.error = std::string("compiling failed: ") + e.what();
-    }
+    Done d = run_one(q);
     lock.lock();
     done_.push_back(std::move(d));
     has_done_ = true;
-    running_ = false;
-    if (queue_.empty()) idle_.notify_all();
+    if (--running_ == 0) busy_ += Clock::now() - busy_since_;
+    if (queue_.empty() && running_ == 0) idle_.notify_all();
   }
 }
 

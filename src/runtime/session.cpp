@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "ir/debug.h"
@@ -311,6 +313,7 @@ struct Session::Impl {
     std::vector<RegionPlan> old = before ? before->regions() : std::vector<RegionPlan>{};
     std::vector<RegionPlan> plans;
     std::vector<bool> kept(old.size(), false);
+    Batch batch(*this);
     for (const Region& r : partition.regions) {
       // An unchanged region keeps its kernel and counters: the same nodes, and for a dynamic
       // region the same symbolic shapes (a dim that became a symbol makes it a new region).
@@ -333,6 +336,7 @@ struct Session::Impl {
         plans.push_back(make_plan(r, value_shapes, *profiler, jit::Jit::Reuse::same_code));
       }
     }
+    batch.run(plans, *profiler);
     for (size_t i = 0; i < old.size(); ++i)  // regions not kept: their counts still count (their
       if (!kept[i]) dropped.push_back(old[i].stats);  // kernels stay in the JIT for the session)
     for (RegionPlan& p : plans)
@@ -630,34 +634,97 @@ struct Session::Impl {
     const Published p = published();
     if (!p.exec) return;
     std::vector<RegionPlan> regions = p.exec->regions();
-    bool changed = false;
-    for (RegionPlan& r : regions) {
+    std::vector<size_t> due;
+    Batch batch(*this);
+    for (size_t i = 0; i < regions.size(); ++i) {
+      RegionPlan& r = regions[i];
       if (!deferred_due(r)) continue;
-      changed = true;
+      due.push_back(i);
       CompileJob job = std::move(r.deferred_job);
       r.deferred_job = nullptr;
       r.why_interpreted.clear();
       r.budget += "; compiled after " + std::to_string(r.stats->interpreted_calls.load()) +
                   " calls interpreted";
       compile_now(r, std::move(job));
-      if (r.fn != nullptr) {
-        plan_threads(r, *profiler);
-        r.active_from_call = call;
-      }
     }
-    if (changed)
+    batch.run(regions, *profiler);
+    for (size_t i : due)
+      if (regions[i].fn != nullptr) regions[i].active_from_call = call;
+    if (!due.empty())
       publish(std::make_shared<const ExecutableGraph>(*p.exec, std::move(regions)), nullptr);
   }
 
-  void compile_now(RegionPlan& p, CompileJob compile_it) {
-    try {
-      if (background) {
-        p.compile_job = ++compile_jobs;
-        background->submit(p.compile_job,
-                           [j = &the_jit(), f = std::move(compile_it)] { return f(*j, false); });
+  // Synchronous compiles of one plan (or of the deferred regions due), run together: while a
+  // Batch is open, compile_now queues each region's job (the region's compile_job holds its id)
+  // instead of compiling it; run() compiles them all at once, on up to the JIT's compile threads
+  // (regions of a model compile concurrently, the JIT compiling outside its lock), records each
+  // kernel in its plan and plans its threads (from `prof`). With background compilation a Batch
+  // does nothing: the jobs go to the compile thread(s) as they come.
+  class Batch {
+   public:
+    explicit Batch(Impl& s) : s_(s) {
+      if (!s_.background) s_.batch.emplace();
+    }
+    ~Batch() { s_.batch.reset(); }  // (a plan that threw: its jobs are dropped)
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+    void run(std::vector<RegionPlan>& plans, const OpProfiler& prof) {
+      if (!s_.batch) return;
+      std::vector<BackgroundCompiler::Queued> jobs = std::exchange(*s_.batch, {});
+      if (jobs.empty()) return;
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<BackgroundCompiler::Done> done;
+      try {
+        done = BackgroundCompiler::run_all(std::move(jobs), s_.the_jit().compile_threads());
+      } catch (const std::exception& e) {  // (no thread to run them on)
+        for (RegionPlan& r : plans)
+          if (r.compile_job != 0) {
+            r.compile_job = 0;
+            r.why_interpreted = std::string("compiling failed: ") + e.what();
+          }
         return;
       }
-      record(p, compile_it(the_jit(), false));
+      s_.compile_wall_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      for (BackgroundCompiler::Done& d : done) {
+        auto r = std::find_if(plans.begin(), plans.end(),
+                              [&](const RegionPlan& rp) { return rp.compile_job == d.job; });
+        if (r == plans.end()) continue;  // (not expected: every job is a plan's)
+        r->compile_job = 0;
+        if (!d.error.empty()) {
+          r->why_interpreted = d.error;
+          continue;
+        }
+        s_.record(*r, std::move(d.compiled));
+        s_.plan_threads(*r, prof);
+      }
+    }
+
+   private:
+    Impl& s_;
+  };
+
+  void compile_now(RegionPlan& p, CompileJob compile_it) {
+    try {
+      if (background || batch) {
+        jit::Jit& j = the_jit();
+        p.compile_job = ++compile_jobs;
+        BackgroundCompiler::Job job = [j = &j, f = std::move(compile_it)] { return f(*j, false); };
+        if (batch) {
+          batch->push_back({p.compile_job, std::move(job)});
+          return;
+        }
+        background->set_workers(j.compile_threads());
+        background->submit(p.compile_job, std::move(job));
+        return;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      jit::CompiledRegion c = compile_it(the_jit(), false);
+      compile_wall_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      record(p, std::move(c));
     } catch (const Error& e) {
       p.why_interpreted = e.what();
     }
@@ -675,7 +742,11 @@ struct Session::Impl {
   // object take milliseconds). False when no cache has it.
   bool load_cached(RegionPlan& p, const CompileJob& compile_it) {
     try {
+      const auto start = std::chrono::steady_clock::now();
       jit::CompiledRegion c = compile_it(the_jit(), true);
+      compile_wall_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       if (c.kernel.fn == nullptr) return false;
       p.why_interpreted.clear();
       p.budget = "its kernel was cached (" + std::string(c.kernel.from_disk ? "disk" : "memory") +
@@ -803,8 +874,10 @@ struct Session::Impl {
     const std::vector<bool> all_stable(graph.nodes.size(), true);
     sp.partition = build_regions(graph, all_stable, region_options());
     std::vector<RegionPlan> plans;
+    Batch batch(*this);
     for (const Region& r : sp.partition.regions)
       plans.push_back(make_plan(r, shapes, *sp.profile, jit::Jit::Reuse::never, &values));
+    batch.run(plans, *sp.profile);
     sp.exec = std::make_shared<const ExecutableGraph>(
         graph, std::move(plans), WarmupShapes{shapes, all_stable}, subgraphs.get());
     SG_LOG(1) << "compiled graph '" << graph.name << "' for input signature "
@@ -832,6 +905,7 @@ struct Session::Impl {
     rep.steps = ex ? ex->num_steps() : graph.nodes.size();
     rep.compilations = compilations;
     rep.compile_ms_total = compile_ms_total;
+    rep.compile_wall_ms = compile_wall_ms + (background ? background->busy_ms() : 0.0);
     rep.disk_loads = disk_loads;
     rep.signatures = static_cast<int>(signatures.size());
     for (const auto& stats : dropped) {
@@ -984,7 +1058,10 @@ struct Session::Impl {
   // per_signature: plans by input shapes, and the latest call's
   std::map<std::vector<Shape>, std::shared_ptr<const SignaturePlan>> signatures;
   std::shared_ptr<const SignaturePlan> current;
-  uint64_t compile_jobs = 0;  // background jobs submitted (their ids)
+  uint64_t compile_jobs = 0;  // compile jobs queued (their ids), in a Batch or in the background
+  // While a Batch is open: the synchronous compile jobs it will run.
+  std::optional<std::vector<BackgroundCompiler::Queued>> batch;
+  double compile_wall_ms = 0;  // synchronous compiles' wall time (Report::compile_wall_ms)
   // Its thread uses the graph and the JIT: the destructor stops it first.
   std::unique_ptr<BackgroundCompiler> background;
 };

@@ -74,7 +74,7 @@ TEST_CASE("JIT: the same code added by two threads at once is one kernel") {
   OpObserver* observers[] = {&shapes};
   Interpreter(g).run(feeds(), observers);
   NoDelay reset;
-  Jit::delay_compiles_for_testing(300);  // both threads are inside their compiles at once
+  Jit::delay_compiles_for_testing(300);  // the second thread comes while the first compiles
   CompiledRegion a, b;
   std::exception_ptr error_a, error_b;
   const auto compile = [&](CompiledRegion& out, std::exception_ptr& error) {
@@ -94,6 +94,7 @@ TEST_CASE("JIT: the same code added by two threads at once is one kernel") {
   REQUIRE(compiled(a));
   REQUIRE(compiled(b));
   CHECK(a.kernel.reused != b.kernel.reused);  // one compiled, the other given that kernel
+  CHECK(jit->compile_stats().compiles == 1);  // (it waited for that compile: no second one)
   CHECK(reinterpret_cast<void*>(a.kernel.fn) == reinterpret_cast<void*>(b.kernel.fn));
   CHECK(jit->live_kernels() == 1);
   check_outcome(run_on(*jit, 2.5f, "same_region"));  // that kernel computes what it should

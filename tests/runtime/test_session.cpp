@@ -222,10 +222,10 @@ TEST_CASE("Session: identical regions share one kernel (the kernel cache)") {
   s.run(in);
   const Report r = s.report();
   REQUIRE(r.regions.size() == 2);
-  CHECK(r.regions[0].compiles == 1);
-  CHECK_FALSE(r.regions[0].cache_hit);
-  CHECK(r.regions[1].compiles == 0);
-  CHECK(r.regions[1].cache_hit);
+  // (Compiled at once, either may be the one compiling: test_compile_threads.cpp.)
+  CHECK(r.regions[0].compiles + r.regions[1].compiles == 1);
+  CHECK(r.regions[0].cache_hit != r.regions[1].cache_hit);
+  CHECK(r.regions[0].compiled);
   CHECK(r.regions[1].compiled);
   // The shared kernel reads each region's own bias.
   Session ref(twins(), SessionOptions{.interpret_only = true});

@@ -122,7 +122,8 @@ TEST_CASE("Soundness: regions that differ in one baked-in value get different ke
       CHECK(rep.kernel_calls == 2);
       // Different parameters: two kernels; the same: one, shared.
       const bool same_code = a == b || !k.baked;
-      CHECK(rep.regions[1].cache_hit == same_code);
+      // (Compiled at once: either region may be the one compiling.)
+      CHECK(rep.regions[0].cache_hit + rep.regions[1].cache_hit == (same_code ? 1 : 0));
       CHECK(rep.compilations == (same_code ? 1 : 2));
       check_tensors_close(got[0], want[0]);
       check_tensors_close(got[1], want[1]);
