@@ -307,10 +307,13 @@ class ServeGen {
     };
     // The graph's shape inference runs a symbolic dim at two large sizes and calls the length
     // static when both agree; params where that length is not every scenario's (x[-3:2] is empty
-    // at large sizes, not at 3) would make it reject the graph, so they are not used.
+    // at large sizes, not at 3) would make it reject the graph, so they are not used. (A dim the
+    // graph has symbolic may be the same in every scenario: what counts is the graph's.)
+    const std::optional<DimList>& declared = b_.graph().values[x.id].shape;
     const auto inferable = [&](int64_t a, int64_t s, int64_t e, int64_t st) {
       const int64_t big = slice_len(1000, s, e, st);
-      if (fixed(x.shapes, a) >= 0 || big != slice_len(100000, s, e, st)) return true;
+      const bool static_dim = declared && (*declared)[a].is_static();
+      if (static_dim || big != slice_len(100000, s, e, st)) return true;
       const auto l = lens(a, s, e, st);
       return std::all_of(l.begin(), l.end(), [&](int64_t n) { return n == big; });
     };
@@ -463,8 +466,8 @@ class ServeGen {
   Val reduction(const Val& x, Rng& g, Rng& alt_g, bool alt) {
     const int r = static_cast<int>(rank_of(x));
     if (r == 0) return unary(x, g);
-    const OpKind op = std::vector<OpKind>{OpKind::ReduceSum, OpKind::ReduceMean,
-                                          OpKind::ReduceMax}[draw(g, 0, 2)];
+    OpKind op = std::vector<OpKind>{OpKind::ReduceSum, OpKind::ReduceMean,
+                                    OpKind::ReduceMax}[draw(g, 0, 2)];
     const bool keep = coin(g, 0.5), as_input = coin(g, 0.7);
     const auto pick_axes = [&](Rng& rg) {
       Ints axes = {draw(rg, 0, r - 1)};
@@ -490,6 +493,12 @@ class ServeGen {
         break;
       }
     }
+    // A mean over an axis of size 0 is undefined: a sum instead (chosen without a draw, so the
+    // other seeds' graphs stay as they were).
+    const bool empty = std::any_of(x.shapes.begin(), x.shapes.end(), [&](const Shape& s) {
+      return std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return s[a] == 0; });
+    });
+    if (op == OpKind::ReduceMean && empty) op = OpKind::ReduceSum;
     double count = 1;  // elements summed, at most
     for (int64_t a : axes) {
       int64_t n = 1;
