@@ -67,6 +67,11 @@ class ServingShapes final : public OpObserver {
   const ShapeTracker& tracker_;
 };
 
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 }  // namespace
 
 struct Session::Impl {
@@ -684,9 +689,7 @@ struct Session::Impl {
           }
         return;
       }
-      s_.compile_wall_ms +=
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
+      s_.compile_wall_ms += ms_since(start);
       for (BackgroundCompiler::Done& d : done) {
         auto r = std::find_if(plans.begin(), plans.end(),
                               [&](const RegionPlan& rp) { return rp.compile_job == d.job; });
@@ -721,9 +724,7 @@ struct Session::Impl {
       }
       const auto start = std::chrono::steady_clock::now();
       jit::CompiledRegion c = compile_it(the_jit(), false);
-      compile_wall_ms +=
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
+      compile_wall_ms += ms_since(start);
       record(p, std::move(c));
     } catch (const Error& e) {
       p.why_interpreted = e.what();
@@ -744,9 +745,7 @@ struct Session::Impl {
     try {
       const auto start = std::chrono::steady_clock::now();
       jit::CompiledRegion c = compile_it(the_jit(), true);
-      compile_wall_ms +=
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
+      compile_wall_ms += ms_since(start);
       if (c.kernel.fn == nullptr) return false;
       p.why_interpreted.clear();
       p.budget = "its kernel was cached (" + std::string(c.kernel.from_disk ? "disk" : "memory") +
