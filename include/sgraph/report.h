@@ -86,7 +86,7 @@ struct Report {
                        // compile_ms_total)
   // The wall time those compiles and loads took: a Session compiles a plan's kernels at once on
   // several threads (the JIT's compile threads), so this is less than compile_ms_total when
-  // they overlapped. With background compilation, the time its compile thread(s) were busy.
+  // they overlapped. With background compilation, the time its compiler threads were busy.
   double compile_wall_ms = 0;
   int signatures = 0;
   int replans = 0;   // re-plans after repeated guard misses

@@ -136,7 +136,7 @@ struct Session::Impl {
   }
 
   ~Impl() {
-    // No call runs now. The compiler thread goes first (it uses the graph and the JIT), then the
+    // No call runs now. The compiler threads go first (they use the graph and the JIT), then the
     // kernels this Session holds in the shared JIT are released.
     if (background) {
       background.reset();
@@ -562,7 +562,7 @@ struct Session::Impl {
   // with the reason in the report. The JIT shares a kernel between regions whose emitted code is
   // the same (repeated layers, a re-planned region returning to a known form): the key is the
   // code, so nothing the code depends on can be left out of it. With background compilation the
-  // job goes to the compiler thread (it owns copies of what it reads, but the graph and the JIT),
+  // job goes to the compiler threads (it owns copies of what it reads, but the graph and the JIT),
   // and the region is interpreted until a call installs its kernel (install_compiled).
   // Builds the region's kernel; `cached_only`: only if the JIT's memory or disk cache has it
   // (else returns no kernel, compiling nothing).
@@ -634,7 +634,7 @@ struct Session::Impl {
                p.predicted_compile_ms * 1e6;
   }
   // Compiles the deferred regions that are due, in a new copy of the plan (their kernels serve
-  // from the next call, or once the compile thread has them). Under plan_mu.
+  // from the next call, or once the compiler threads have them). Under plan_mu.
   void compile_deferred(int call) {
     const Published p = published();
     if (!p.exec) return;
@@ -664,7 +664,7 @@ struct Session::Impl {
   // instead of compiling it; run() compiles them all at once, on up to the JIT's compile threads
   // (regions of a model compile concurrently, the JIT compiling outside its lock), records each
   // kernel in its plan and plans its threads (from `prof`). With background compilation a Batch
-  // does nothing: the jobs go to the compile thread(s) as they come.
+  // does nothing: the jobs go to the compiler threads as they come.
   class Batch {
    public:
     explicit Batch(Impl& s) : s_(s) {
