@@ -114,12 +114,18 @@ struct SessionOptions {
   std::shared_ptr<Runtime> runtime = nullptr;
   // A graph whose metadata holds a warm-up record (kWarmupRecordKey: a model written by
   // save_planned_onnx / `sgraph export`) is planned when the Session is made, from that record,
-  // with no warm-up run; its kernels come from the disk cache or are compiled then (on the compile
-  // thread with background_compile). A record of fewer than warmup_runs runs (an If branch taken
-  // less often during the warm-up) is where the warm-up goes on from. A record made for another
-  // graph (the model edited since) or damaged is ignored, with the reason in
+  // with no warm-up run; its kernels come from the disk cache or are compiled then (on the
+  // compiler threads with background_compile). A record of fewer than warmup_runs runs (an If
+  // branch taken less often during the warm-up) is where the warm-up goes on from. A record made
+  // for another graph (the model edited since) or damaged is ignored, with the reason in
   // Report::warmup_record, and the Session warms up as usual. False: always warm up.
   bool use_warmup_record = true;
+  // With background_compile, how much lower the compiler threads run than the calls: a Linux
+  // nice increment (0-19) for each of them and the threads their compiles start. On a loaded
+  // machine the calls then keep their speed and the kernels take longer to come (on ppocr
+  // served back to back on 2 cores: p99 latency halved, every kernel in after ~1.4x the time,
+  // bench/README.md); idle cores compile at full speed either way. 0: the calls' priority.
+  int background_nice = 10;
 };
 
 // The metadata key of a model's warm-up record (SessionOptions::use_warmup_record).

@@ -3,18 +3,41 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "sgraph/error.h"
 
 namespace sgraph {
 namespace {
 std::atomic<int> job_delay_ms{0};
+
+// A background worker yields the cores to the threads serving calls: its niceness is raised by
+// `nicer` (Linux: per thread; the threads a compile starts, e.g. a split module's parts, inherit
+// it). A worker competing with calls for a core then gets a small share of it, so the calls run
+// interpreted at about the speed they would without it, and the kernels come as soon as a core
+// is idle. run_all's threads keep the caller's priority: that caller waits for them.
+void lower_priority([[maybe_unused]] int nicer) {
+#ifdef __linux__
+  if (nicer <= 0) return;
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) setpriority(PRIO_PROCESS, tid, std::min(now + nicer, 19));
+#endif
+}
 }  // namespace
 
 void BackgroundCompiler::delay_jobs_for_testing(int ms) { job_delay_ms = ms; }
 
-BackgroundCompiler::BackgroundCompiler(int workers) : workers_(std::max(workers, 1)) {}
+BackgroundCompiler::BackgroundCompiler(int workers, int nice)
+    : workers_(std::max(workers, 1)), nice_(nice) {}
 
 BackgroundCompiler::~BackgroundCompiler() {
   {
@@ -34,7 +57,7 @@ std::vector<BackgroundCompiler::Done> BackgroundCompiler::run_all(std::vector<Qu
     return done;
   }
   BackgroundCompiler pool(std::min(threads, static_cast<int>(jobs.size())));
-  pool.delay_ = false;  // (delay_jobs_for_testing slows background compiles only)
+  pool.background_ = false;  // (the caller waits: its priority; no test delay)
   for (Queued& q : jobs) pool.submit(q.id, std::move(q.job));
   pool.wait_idle();
   return pool.take_done();
@@ -98,6 +121,7 @@ BackgroundCompiler::Done BackgroundCompiler::run_one(Queued& q) {
 }
 
 void BackgroundCompiler::work() {
+  if (background_) lower_priority(nice_);
   std::unique_lock lock(mu_);
   for (;;) {
     wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -106,7 +130,7 @@ void BackgroundCompiler::work() {
     queue_.pop_front();
     if (running_++ == 0) busy_since_ = Clock::now();
     lock.unlock();
-    if (const int ms = job_delay_ms.load(); ms > 0 && delay_)
+    if (const int ms = job_delay_ms.load(); ms > 0 && background_)
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     Done d = run_one(q);
     lock.lock();

@@ -80,6 +80,8 @@ struct Session::Impl {
         << "warmup_runs must be at least 1, got " << options.warmup_runs;
     SG_CHECK(options.max_guard_misses >= 1)
         << "max_guard_misses must be at least 1, got " << options.max_guard_misses;
+    SG_CHECK(options.background_nice >= 0 && options.background_nice <= 19)
+        << "background_nice must be from 0 to 19, got " << options.background_nice;
     SG_CHECK(options.threads >= 0)
         << "threads must be at least 0 (0: hardware concurrency), got " << options.threads;
     max_threads = options.threads > 0 ? options.threads : hardware_threads();
@@ -96,7 +98,7 @@ struct Session::Impl {
     tracker = std::make_unique<ShapeTracker>(graph);
     profiler = std::make_unique<OpProfiler>(graph, options.warmup_runs);
     if (options.background_compile && options.mode == CompileMode::profile_guided)
-      background = std::make_unique<BackgroundCompiler>();
+      background = std::make_unique<BackgroundCompiler>(1, options.background_nice);
     if (auto it = graph.metadata.find(kWarmupRecordKey); it != graph.metadata.end())
       plan_from_record(it->second);
   }

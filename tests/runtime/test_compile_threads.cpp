@@ -1,12 +1,19 @@
 // A plan's regions compiled at once: a Session hands all of a plan's compiles to the JIT together,
 // on up to the JIT's compile threads (synchronously, or on that many background threads), and the
 // JIT compiles code another thread is already compiling only once. Every result still matches the
-// interpreter's. Each test slows the JIT's compiles down (Jit::delay_compiles_for_testing), so
-// compiles meant to overlap certainly do; the JIT's own count says how many ran at once.
+// interpreter's; background compiles run at a lower priority than calls. Each test slows the
+// JIT's compiles down (Jit::delay_compiles_for_testing), so compiles meant to overlap certainly
+// do; the JIT's own count says how many ran at once.
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "runtime/background_compiler.h"
 #include "runtime/runtime_impl.h"
@@ -166,3 +173,41 @@ TEST_CASE("BackgroundCompiler::run_all: jobs at once on up to the threads given,
     CHECK(ids == 15);
   }
 }
+
+#ifdef __linux__
+TEST_CASE(
+    "BackgroundCompiler: background jobs run at a lower priority, run_all's at the caller's") {
+  const auto my_priority = [] {
+    return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  };
+  const int caller = my_priority();
+  std::atomic<int> seen{-100};
+  const auto note = [&]() -> jit::CompiledRegion {
+    seen = my_priority();
+    return {};
+  };
+  {
+    BackgroundCompiler bg(2);
+    bg.submit(1, note);
+    bg.wait_idle();
+    REQUIRE(bg.take_done().size() == 1);
+    CHECK(seen == std::min(caller + 10, 19));  // (nice values end at 19)
+  }
+  seen = -100;
+  {
+    BackgroundCompiler bg(1, 0);  // SessionOptions::background_nice = 0: the callers' priority
+    bg.submit(1, note);
+    bg.wait_idle();
+    CHECK(seen == caller);
+  }
+  for (const int threads : {1, 2}) {
+    seen = -100;
+    std::vector<BackgroundCompiler::Queued> jobs;
+    jobs.push_back({1, note});
+    jobs.push_back({2, note});
+    REQUIRE(BackgroundCompiler::run_all(std::move(jobs), threads).size() == 2);
+    CHECK(seen == caller);
+  }
+  CHECK(my_priority() == caller);  // the caller's own is untouched
+}
+#endif
