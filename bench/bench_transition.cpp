@@ -3,9 +3,11 @@
 // that ends the warm-up (synchronous) or on the Session's compiler threads (background). Prints per
 // mode the latency percentiles over all calls, the slowest call and which it was, the first call
 // that ran a kernel and the first with every kernel the plan compiles (none compiling or waiting
-// to be installed); every output is checked against an interpreter's. A third row: the
-// planned model (save_planned_onnx after a warm-up on the same data sets) with a warm disk cache:
-// its Session plans and loads its kernels when made (the set-up column), and no call warms up.
+// to be installed); every output is checked against an interpreter's. Background compilation runs
+// twice: at its default lower priority, and at the calls' (SessionOptions::background_nice 0). A
+// third row: the planned model (save_planned_onnx after a warm-up on the same data sets) with a
+// warm disk cache: its Session plans and loads its kernels when made (the set-up column), and no
+// call warms up.
 //   build/release/bench/sgraph_transition MODEL_DIR [--calls N] [--threads N]
 #include <unistd.h>
 #include <algorithm>
@@ -84,13 +86,15 @@ int main(int argc, char** argv) {
       for (const Feed& f : sets) fill.run(f);  // (If branches' kernels: when first run)
     }
     int status = 0;
-    for (const char* mode : {"synchronous", "background", "planned model, warm cache"}) {
-      const bool background = !std::strcmp(mode, "background");
+    for (const char* mode : {"synchronous", "background", "background, calls' priority",
+                             "planned model, warm cache"}) {
+      const bool background = !std::strncmp(mode, "background", 10);
       const bool from_plan = !std::strcmp(mode, "planned model, warm cache");
       SessionOptions o;
       o.threads = threads;
       o.cache_dir = from_plan ? cache.string() : "";  // else every kernel compiled
       o.background_compile = background;
+      if (std::strchr(mode, ',') && background) o.background_nice = 0;
       const auto made = std::chrono::steady_clock::now();
       Session s(from_plan ? load_onnx_bytes(planned, "planned model") : g, o);
       const double setup_ms =
