@@ -122,10 +122,11 @@ struct SessionOptions {
   bool use_warmup_record = true;
   // With background_compile, how much lower the compiler threads run than the calls: a Linux
   // nice increment (0-19) for each of them and the threads their compiles start. On a loaded
-  // machine the calls then keep their speed and the kernels take longer to come (on ppocr
-  // served back to back on 2 cores: p99 latency halved, every kernel in after ~1.4x the time,
-  // bench/README.md); idle cores compile at full speed either way. 0: the calls' priority.
-  int background_nice = 10;
+  // machine the interpreted calls then keep their speed, but the kernels may take far longer to
+  // come (ppocr served back to back on 2 vCPUs, nice 10: p99 latency over 600 calls halved, and
+  // the re-planned kernels not all in after 600 calls against ~275 at 0; bench/README.md). Idle
+  // cores compile at full speed either way. 0 (default): the calls' priority.
+  int background_nice = 0;
 };
 
 // The metadata key of a model's warm-up record (SessionOptions::use_warmup_record).

@@ -18,11 +18,11 @@ namespace sgraph {
 namespace {
 std::atomic<int> job_delay_ms{0};
 
-// A background worker yields the cores to the threads serving calls: its niceness is raised by
-// `nicer` (Linux: per thread; the threads a compile starts, e.g. a split module's parts, inherit
-// it). A worker competing with calls for a core then gets a small share of it, so the calls run
-// interpreted at about the speed they would without it, and the kernels come as soon as a core
-// is idle. run_all's threads keep the caller's priority: that caller waits for them.
+// A background worker may yield the cores to the threads serving calls: its niceness is raised by
+// `nicer` (SessionOptions::background_nice; Linux: per thread, and the threads a compile starts,
+// e.g. a split module's parts, inherit it). A worker competing with calls for a core then gets a
+// small share of it: the calls run interpreted at about the speed they would without it, and the
+// kernels come when a core is idle. run_all's threads keep the caller's priority: it waits.
 void lower_priority([[maybe_unused]] int nicer) {
 #ifdef __linux__
   if (nicer <= 0) return;

@@ -3,8 +3,8 @@
 // when it plans (the job's id goes in the region's plan), keeps serving through the interpreter,
 // and between calls takes the finished kernels and installs each in the plan holding its id; a
 // kernel no plan holds any more (its region was re-planned away) is dropped. Up to `workers`
-// jobs run at once (the JIT compiles outside its lock), on threads of a lower priority (Linux:
-// `nice` higher, 10 by default) than the calls they should not slow down. run_all is the
+// jobs run at once (the JIT compiles outside its lock), on threads of the calls' priority or, with
+// `nice` > 0, a lower one (Linux). run_all is the
 // synchronous form: a plan's jobs, run at once on up to that many threads, returning when all are
 // done.
 //
@@ -43,7 +43,7 @@ class BackgroundCompiler {
     Job job;
   };
 
-  explicit BackgroundCompiler(int workers = 1, int nice = 10);
+  explicit BackgroundCompiler(int workers = 1, int nice = 0);
   // Finishes the jobs running, drops the queued ones and joins the threads.
   ~BackgroundCompiler();
   BackgroundCompiler(const BackgroundCompiler&) = delete;
@@ -85,10 +85,10 @@ class BackgroundCompiler {
   std::vector<Done> done_;
   int running_ = 0;  // jobs running
   bool stop_ = false;
-  // Jobs in the background: at a lower priority than the calls' threads, and slowed by
+  // Jobs in the background: `nice_` lower in priority than their creator, and slowed by
   // delay_jobs_for_testing (run_all's jobs are not: their caller waits for them).
   bool background_ = true;
-  int nice_ = 10;                 // background workers' niceness over their creator's
+  int nice_ = 0;                  // background workers' niceness over their creator's
   Clock::time_point busy_since_;  // when running_ last went from 0 to 1
   Clock::duration busy_{};        // over the intervals that ended
   std::atomic<bool> has_done_{false};
