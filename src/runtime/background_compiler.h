@@ -4,9 +4,8 @@
 // and between calls takes the finished kernels and installs each in the plan holding its id; a
 // kernel no plan holds any more (its region was re-planned away) is dropped. Up to `workers`
 // jobs run at once (the JIT compiles outside its lock), on threads of the calls' priority or, with
-// `nice` > 0, a lower one (Linux). run_all is the
-// synchronous form: a plan's jobs, run at once on up to that many threads, returning when all are
-// done.
+// `nice` > 0, a lower one (Linux). run_all is the synchronous form: a plan's jobs, run at once on
+// up to that many threads, returning when all are done.
 //
 //   BackgroundCompiler bg(jit.compile_threads());
 //   bg.submit(id, [=, &jit] { return jit::compile_region(...); });
