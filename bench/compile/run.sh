@@ -3,8 +3,9 @@
 #   bench/compile/run.sh [--threads N]
 # For each model, `sgraph run` on its first data set (3 warm-up runs, then 1 compiled call, 1
 # kernel thread unless --threads) three ways, each a fresh process:
-#   - no disk cache: the regions' compile time (sum; wall time, regions compiling at once; median and largest region), and the time from
-#     process start to the end of the first compiled call (the process's wall time);
+#   - no disk cache: the regions' compile time (sum; wall time, regions compiling at once; median
+#     and largest region), and the time from process start to the end of the first compiled call
+#     (the process's wall time);
 #   - cold disk cache (an empty directory): that time again, while it fills the cache;
 #   - warm disk cache: that time with every kernel loaded from the cache, and the load time;
 #   - the planned model (`sgraph export` on the model's data sets, kernels into the same cache),

@@ -692,18 +692,7 @@ struct Session::Impl {
         return;
       }
       s_.compile_wall_ms += ms_since(start);
-      for (BackgroundCompiler::Done& d : done) {
-        auto r = std::find_if(plans.begin(), plans.end(),
-                              [&](const RegionPlan& rp) { return rp.compile_job == d.job; });
-        if (r == plans.end()) continue;  // (not expected: every job is a plan's)
-        r->compile_job = 0;
-        if (!d.error.empty()) {
-          r->why_interpreted = d.error;
-          continue;
-        }
-        s_.record(*r, std::move(d.compiled));
-        s_.plan_threads(*r, prof);
-      }
+      for (BackgroundCompiler::Done& d : done) s_.take_done(plans, d, prof);
     }
 
    private:
@@ -786,6 +775,27 @@ struct Session::Impl {
     base_ms_compiled += base_compile_ms(p.region);
   }
 
+  // A finished compile job's kernel (or its error) in the plan among `plans` that holds the job,
+  // with the plan's threads (from `prof`); that plan, or nullptr when none holds the job any more
+  // (its region re-planned away: its kernel is dropped). For background and Batch jobs alike.
+  RegionPlan* take_done(std::vector<RegionPlan>& plans, BackgroundCompiler::Done& d,
+                        const OpProfiler& prof) {
+    auto r = std::find_if(plans.begin(), plans.end(),
+                          [&](const RegionPlan& rp) { return rp.compile_job == d.job; });
+    if (r == plans.end()) {
+      if (d.compiled.kernel.fn != nullptr) jit->remove(d.compiled.kernel.handle);
+      return nullptr;
+    }
+    r->compile_job = 0;
+    if (!d.error.empty()) {
+      r->why_interpreted = d.error;
+    } else {
+      record(*r, std::move(d.compiled));
+      plan_threads(*r, prof);
+    }
+    return &*r;
+  }
+
   // Background compilation: the kernels finished since the last call, installed in a new copy
   // of the plan (`call`: the first call to use them), published for the calls that start after;
   // calls in flight finish on the copy they have. A kernel whose region was re-planned away
@@ -798,20 +808,10 @@ struct Session::Impl {
     std::vector<RegionPlan> regions = p.exec ? p.exec->regions() : std::vector<RegionPlan>{};
     bool changed = false;
     for (BackgroundCompiler::Done& d : done) {
-      auto r = std::find_if(regions.begin(), regions.end(),
-                            [&](const RegionPlan& rp) { return rp.compile_job == d.job; });
-      if (r == regions.end()) {
-        if (d.compiled.kernel.fn != nullptr) jit->remove(d.compiled.kernel.handle);
-        continue;
-      }
+      RegionPlan* r = take_done(regions, d, *profiler);
+      if (r == nullptr) continue;
       changed = true;
-      r->compile_job = 0;
-      if (!d.error.empty()) {
-        r->why_interpreted = d.error;
-        continue;
-      }
-      record(*r, std::move(d.compiled));
-      plan_threads(*r, *profiler);
+      if (!d.error.empty()) continue;
       if (r->fn != nullptr) r->active_from_call = call;
       SG_LOG(2) << "installed the kernel of a region of " << r->region.nodes.size()
                 << " ops for call " << call;
