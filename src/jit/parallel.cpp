@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/threads.h"
 #include "sgraph/error.h"
 
 // ThreadSanitizer builds run parallel loops on plain threads: Debian's libtbb is not instrumented,
@@ -157,7 +158,9 @@ template <class Chunk>
     }
   };
   std::vector<std::thread> helpers;
-  for (int t = 1; t < threads; ++t) helpers.emplace_back(work);
+  // (A helper that cannot be started leaves its chunks to the threads running.)
+  for (int t = 1; t < threads && sgraph::try_start_thread(helpers, work); ++t) {
+  }
   work();
   for (std::thread& h : helpers) h.join();
   if (first) std::rethrow_exception(first);

@@ -42,6 +42,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "ir/threads.h"
 #include "jit/jit_impl.h"
 #include "sgraph/error.h"
 
@@ -234,9 +235,13 @@ std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile_split(
       failed[i] = std::current_exception();
     }
   };
+  // Part 0 on this thread, the others on threads of their own; a part no thread could be started
+  // for runs here after part 0.
   std::vector<std::thread> threads;
-  for (int p = 1; p < parts; ++p) threads.emplace_back(run, p);
+  int started = 1;
+  while (started < parts && try_start_thread(threads, [&run, p = started] { run(p); })) ++started;
   run(0);
+  for (int p = started; p < parts; ++p) run(p);
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);

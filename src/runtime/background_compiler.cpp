@@ -12,6 +12,8 @@
 #include <unistd.h>
 #endif
 
+#include "ir/debug.h"
+#include "ir/threads.h"
 #include "sgraph/error.h"
 
 namespace sgraph {
@@ -56,9 +58,12 @@ std::vector<BackgroundCompiler::Done> BackgroundCompiler::run_all(std::vector<Qu
     for (Queued& q : jobs) done.push_back(run_one(q));
     return done;
   }
-  BackgroundCompiler pool(std::min(threads, static_cast<int>(jobs.size())));
+  // The caller is one of the threads: it takes jobs from the queue with the helpers, and runs all
+  // of them itself when no helper could be started.
+  BackgroundCompiler pool(std::min(threads, static_cast<int>(jobs.size())) - 1);
   pool.background_ = false;  // (the caller waits: its priority; no test delay)
   for (Queued& q : jobs) pool.submit(q.id, std::move(q.job));
+  pool.work(/*until_empty=*/true);
   pool.wait_idle();
   return pool.take_done();
 }
@@ -68,8 +73,20 @@ void BackgroundCompiler::submit(uint64_t id, Job job) {
     std::lock_guard lock(mu_);
     queue_.push_back(Queued{id, std::move(job)});
     const size_t wanted = static_cast<size_t>(running_) + queue_.size();
-    if (threads_.size() < static_cast<size_t>(workers_) && threads_.size() < wanted)
-      threads_.emplace_back([this] { work(); });
+    std::string why;
+    if (threads_.size() < static_cast<size_t>(workers_) && threads_.size() < wanted &&
+        !try_start_thread(
+            threads_, [this] { work(false); }, &why) &&
+        threads_.empty() && background_) {
+      // No thread to run it, now or later (run_all's caller runs its own): the job ends with
+      // that error, and its region stays interpreted (a later plan tries again).
+      SG_LOG(1) << "background compiler: no thread could be started (" << why
+                << "); the region stays interpreted";
+      queue_.pop_back();
+      done_.push_back(
+          Done{id, {}, "compiling failed: no compiler thread could be started: " + why});
+      has_done_ = true;
+    }
   }
   wake_.notify_one();
 }
@@ -120,10 +137,11 @@ BackgroundCompiler::Done BackgroundCompiler::run_one(Queued& q) {
   return d;
 }
 
-void BackgroundCompiler::work() {
-  if (background_) lower_priority(nice_);
+void BackgroundCompiler::work(bool until_empty) {
+  if (background_ && !until_empty) lower_priority(nice_);
   std::unique_lock lock(mu_);
   for (;;) {
+    if (until_empty && queue_.empty()) return;
     wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
     Queued q = std::move(queue_.front());

@@ -48,12 +48,14 @@ class BackgroundCompiler {
   BackgroundCompiler(const BackgroundCompiler&) = delete;
   BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
 
-  // Runs `jobs` on up to `threads` threads at once (on this one when there is one job or one
-  // thread) and returns them done, in completion order; a job that throws is returned with its
-  // error, like a background one.
+  // Runs `jobs` on up to `threads` threads at once, this one among them (only this one when there
+  // is one job or one thread, or when no other thread can be started), and returns them done, in
+  // completion order; a job that throws is returned with its error, like a background one.
   static std::vector<Done> run_all(std::vector<Queued> jobs, int threads);
 
-  // Queues a job (a worker thread starts when every one started is busy, up to `workers`).
+  // Queues a job (a worker thread starts when every one started is busy, up to `workers`). When
+  // no worker runs and none can be started (a thread limit), the job is done at once with that
+  // error.
   void submit(uint64_t id, Job job);
   // How many jobs may run at once from now on (threads already started stay).
   void set_workers(int workers);
@@ -76,7 +78,8 @@ class BackgroundCompiler {
  private:
   using Clock = std::chrono::steady_clock;
   static Done run_one(Queued& q);
-  void work();
+  // A worker's loop; until_empty: the caller's share in run_all (returns when the queue is empty).
+  void work(bool until_empty);
   int workers_;
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;

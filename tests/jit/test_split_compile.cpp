@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ir/threads.h"
 #include "jit/region_test_util.h"
 
 using namespace sgraph;
@@ -61,6 +62,16 @@ TEST_CASE("JIT: a module compiled in parts on several threads computes what the 
   const RegionRun whole = run_region(g, feeds(), *jit);
   CHECK(whole.compiled.kernel.parts == 1);
   check_run(whole);
+}
+
+TEST_CASE("JIT: a module in parts with no thread to be had compiles every part on the caller") {
+  fail_thread_starts_for_testing(1'000'000);
+  std::unique_ptr<Jit> jit = Jit::create();
+  jit->split_compiles(3, 1);
+  const RegionRun run = run_region(many_nests(), feeds(), *jit, 1, fresh_name(), true);
+  fail_thread_starts_for_testing(0);
+  CHECK(run.compiled.kernel.parts == 3);  // split as before; the parts ran one after another
+  check_run(run);
 }
 
 TEST_CASE("JIT disk cache: a kernel compiled in parts is kept and loaded with all its parts") {
