@@ -89,8 +89,18 @@ KernelContext::KernelContext(int t) : threads(t) {
 
 KernelContext::~KernelContext() = default;
 
+namespace {
+std::atomic<int> forced_region_threads{0};  // force_region_threads_for_testing
+}  // namespace
+
+void force_region_threads_for_testing(int n) { forced_region_threads.store(std::max(n, 0)); }
+
 int region_threads(int64_t profiled_ns, int max_threads, std::string* why) {
   SG_ASSERT(max_threads >= 1) << "max_threads must be at least 1, got " << max_threads;
+  if (const int forced = forced_region_threads.load(); forced > 0) {
+    if (why != nullptr) *why = std::to_string(forced) + " threads (forced for testing)";
+    return forced;
+  }
   const int64_t wanted = profiled_ns / kNsPerThread;
   std::string reason = "profiled " + duration(profiled_ns);
   int threads = 1;

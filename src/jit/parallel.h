@@ -63,6 +63,10 @@ int hardware_threads();
 // reason, e.g. "profiled 1.8 ms -> 2 threads".
 int region_threads(int64_t profiled_ns, int max_threads, std::string* why);
 
+// Tests and the fuzzers: from now on region_threads gives `n` threads whatever the profile and
+// max_threads, so regions of small graphs run as parallel kernels (0: as profiled, the default).
+void force_region_threads_for_testing(int n);
+
 }  // namespace sgraph
 
 // The helper compiled kernels call: runs nest(ptrs, b, e) over contiguous, non-empty ranges

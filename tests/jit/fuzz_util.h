@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "jit/parallel.h"
 #include "test_util.h"
 
 namespace sgraph::fuzz {
@@ -36,6 +37,29 @@ inline int fuzz_graphs(int dflt) { return static_cast<int>(env_int("SGRAPH_FUZZ_
 inline uint32_t fuzz_seed(uint32_t dflt) {
   return static_cast<uint32_t>(env_int("SGRAPH_FUZZ_SEED", dflt));
 }
+
+// Three graphs in ten run every region as a parallel kernel on 2 or 3 threads (their nests split
+// into ranges: the tests' main sets SGRAPH_PARALLEL_WORK=0), which the profile would never give
+// graphs this small. Drawn from a generator of its own, so a seed's graph does not depend on it.
+// While it lives, region_threads gives that many threads; threads() says how many (0: profiled).
+class ForcedThreads {
+ public:
+  explicit ForcedThreads(uint32_t seed) {
+    std::mt19937 side(seed ^ 0x5bd1e995u);
+    if (side() % 10 < 3) n_ = 2 + static_cast<int>(side() % 2);
+    force_region_threads_for_testing(n_);
+  }
+  ~ForcedThreads() { force_region_threads_for_testing(0); }
+  ForcedThreads(const ForcedThreads&) = delete;
+  ForcedThreads& operator=(const ForcedThreads&) = delete;
+  int threads() const { return n_; }
+  std::string str() const {
+    return n_ ? "; regions forced to " + std::to_string(n_) + " threads" : "";
+  }
+
+ private:
+  int n_ = 0;
+};
 
 // Numpy broadcasting of a and b into *out; false when they do not broadcast.
 inline bool broadcast(const Shape& a, const Shape& b, Shape* out) {

@@ -633,7 +633,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int graphs_with_kernels = 0, regions_compiled = 0, regions_not_compiled = 0, with_interp = 0;
-  int failed = 0;
+  int failed = 0, forced_graphs = 0;
   int64_t kernel_calls = 0;
   double max_err = 0;  // in units of the tolerance
   std::string not_compiled_example;
@@ -644,6 +644,8 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     REQUIRE_MESSAGE(bad.empty(),
                     "FAILED seed " << seed << ": the generator made an invalid graph: " << bad);
     with_interp += gen.noncompilable > 0;
+    const ForcedThreads forced(seed);
+    forced_graphs += forced.threads() > 0;
     const std::vector<Tensor> warm = gen.feeds(), feeds = gen.feeds();
     std::vector<Tensor> got, want;
     Report rep;
@@ -656,7 +658,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
       rep = jit.report();
     });
     failed += !error.empty();
-    CHECK_MESSAGE(error.empty(), "FAILED seed " << seed << ": " << error << "\n"
+    CHECK_MESSAGE(error.empty(), "FAILED seed " << seed << forced.str() << ": " << error << "\n"
                                                 << gen.graph.to_string());
     if (!error.empty()) continue;
     REQUIRE(got.size() == want.size());
@@ -664,13 +666,14 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     for (size_t o = 0; o < got.size(); ++o) compare(got[o], want[o], o, m);
     max_err = std::max(max_err, m.max_err);
     failed += !m.first.empty();
-    CHECK_MESSAGE(m.first.empty(), "FAILED seed " << seed << " (graph " << gi << "): " << m.first
-                                                  << "\n"
+    CHECK_MESSAGE(m.first.empty(), "FAILED seed " << seed << " (graph " << gi << ")" << forced.str()
+                                                  << ": " << m.first << "\n"
                                                   << gen.graph.to_string() << rep.to_text());
     int compiled = 0;
     for (const RegionReport& r : rep.regions) {
       if (r.compiled) {
         ++compiled;
+        if (forced.threads() > 0) CHECK(r.threads == forced.threads());  // (the hook took)
         CHECK_MESSAGE(r.kernel_calls == 1, "FAILED seed " << seed << ": region " << r.id << " ran "
                                                           << r.kernel_calls << " times");
       } else {
@@ -686,9 +689,10 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << with_interp
-                 << " with interpreted ops), " << graphs_with_kernels << " with kernels, "
-                 << regions_compiled << " regions compiled (" << regions_not_compiled << " not), "
-                 << kernel_calls << " kernel calls; " << failed << " failed; max error " << max_err
+                 << " with interpreted ops, " << forced_graphs << " on forced threads), "
+                 << graphs_with_kernels << " with kernels, " << regions_compiled
+                 << " regions compiled (" << regions_not_compiled << " not), " << kernel_calls
+                 << " kernel calls; " << failed << " failed; max error " << max_err
                  << " x tolerance; " << secs << " s");
   if (!not_compiled_example.empty()) MESSAGE("not compiled, e.g. " << not_compiled_example);
   CHECK(graphs_with_kernels * 10 >= graphs * 3);

@@ -45,6 +45,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int failed = 0, failed_shape = 0, failed_with_cache_hits = 0, twins = 0, computed = 0;
+  int forced_graphs = 0;
   int64_t calls = 0, kernel_calls = 0, guard_misses = 0, replans = 0, compiled = 0, hits = 0;
   int64_t dynamic = 0, dynamic_calls = 0, merged = 0;
   for (int gi = 0; gi < graphs; ++gi) {
@@ -60,6 +61,8 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     }
     twins += gen.twins;
     computed += gen.computed_shapes;
+    const ForcedThreads forced(seed);
+    forced_graphs += forced.threads() > 0;
     // Warm-up at scenario 0 (maybe twice, or once more at 1: what changes is then in dynamic
     // regions or none), then serving: another size, the warm-up's again, then any. One graph in
     // five is served per signature instead (compiled whole for each new set of input shapes). Or
@@ -125,7 +128,8 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                                << sizes_str(gen) << "; calls " << calls_str
                                << (opt.merge_tiers ? "; tiers merged" : "")
                                << (opt.background_compile ? "; compiled in the background" : "")
-                               << "; regions from the kernel cache: " << cache_hits << "\n"
+                               << forced.str() << "; regions from the kernel cache: " << cache_hits
+                               << "\n"
                                << gen.graph.to_string() << rep.to_text());
       break;
     }
@@ -144,11 +148,12 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << twins << " twin chains, "
-                 << computed << " computed shapes), " << calls << " calls: " << compiled
-                 << " kernels compiled, " << hits << " regions from the cache, " << dynamic
-                 << " dynamic regions compiled (" << dynamic_calls << " calls; " << merged
-                 << " with stable ops merged in), " << kernel_calls << " kernel calls, "
-                 << guard_misses << " guard misses, " << replans << " re-plans; " << failed
-                 << " failed (" << failed_shape << " on a shape, " << failed_with_cache_hits
-                 << " with cached kernels); " << secs << " s");
+                 << computed << " computed shapes, " << forced_graphs << " on forced threads), "
+                 << calls << " calls: " << compiled << " kernels compiled, " << hits
+                 << " regions from the cache, " << dynamic << " dynamic regions compiled ("
+                 << dynamic_calls << " calls; " << merged << " with stable ops merged in), "
+                 << kernel_calls << " kernel calls, " << guard_misses << " guard misses, "
+                 << replans << " re-plans; " << failed << " failed (" << failed_shape
+                 << " on a shape, " << failed_with_cache_hits << " with cached kernels); " << secs
+                 << " s");
 }
