@@ -11,10 +11,14 @@
 //     tensors; a MatMul's B is a constant in one twin and may be a value computed per call in the
 //     other). Twins start at a graph input or at an op the JIT does not compile (Celu, ReduceMin,
 //     Mod), so each is a region of its own.
-// One graph in five is served per signature (CompileMode::per_signature) instead.
+// One graph in five is served per signature (CompileMode::per_signature) instead. Three in ten
+// run every region as a parallel kernel (ForcedThreads, fuzz_util.h); one in ten is served twice,
+// the second time by a Session whose kernels come from the first one's disk cache.
 // Each graph comes from its own seed (kSeed + graph index, see fuzz_util.h for the environment
 // overrides); a failure names the seed and prints the sizes, the calls, the graph and the report.
 #include <chrono>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -45,7 +49,8 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int failed = 0, failed_shape = 0, failed_with_cache_hits = 0, twins = 0, computed = 0;
-  int forced_graphs = 0;
+  int forced_graphs = 0, disk_graphs = 0;
+  int64_t disk_hits = 0;
   int64_t calls = 0, kernel_calls = 0, guard_misses = 0, replans = 0, compiled = 0, hits = 0;
   int64_t dynamic = 0, dynamic_calls = 0, merged = 0;
   for (int gi = 0; gi < graphs; ++gi) {
@@ -91,58 +96,81 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                     : c == size_t(warmup) && !per_signature ? " | "
                                                             : " ") +
                    std::to_string(order[c]);
-    Session ref(gen.graph, SessionOptions{.interpret_only = true});
-    Session jit(gen.graph, opt);
-    for (size_t c = 0; c < order.size(); ++c) {
-      const std::vector<Tensor> feeds = gen.feeds(order[c]);
-      std::vector<Tensor> want, got;
-      const std::string ref_error = test::error_of([&] { want = ref.run(feeds); });
-      REQUIRE_MESSAGE(ref_error.empty(), "FAILED seed " << seed << ": the generator made a graph "
-                                                        << "the interpreter rejects at scenario "
-                                                        << order[c] << ": " << ref_error << "\n"
-                                                        << sizes_str(gen) << "\n"
-                                                        << gen.graph.to_string());
-      if (opt.background_compile && gen.chance(0.5)) jit.wait_compiled();
-      const std::string error = test::error_of([&] { got = jit.run(feeds); });
-      Mismatch m;
-      if (error.empty()) {
-        REQUIRE(got.size() == want.size());
-        for (size_t o = 0; o < got.size(); ++o) compare(got[o], want[o], o, m);
-      } else {
-        m.first = "the JIT Session throws: " + error;
-      }
-      ++calls;
-      if (m.first.empty()) continue;
-      const Report rep = jit.report();
-      int cache_hits = 0;
-      for (const RegionReport& r : rep.regions) cache_hits += r.cache_hit;
-      ++failed;
-      failed_shape += m.shape;
-      failed_with_cache_hits += cache_hits > 0;
-      const std::string phase = per_signature        ? "per signature"
-                                : c < size_t(warmup) ? "warm-up"
-                                                     : "serving";
-      CHECK_MESSAGE(false, "FAILED seed "
-                               << seed << " (graph " << gi << "), call " << c << " (" << phase
-                               << ") at scenario " << order[c] << ": " << m.first << "\n"
-                               << sizes_str(gen) << "; calls " << calls_str
-                               << (opt.merge_tiers ? "; tiers merged" : "")
-                               << (opt.background_compile ? "; compiled in the background" : "")
-                               << forced.str() << "; regions from the kernel cache: " << cache_hits
-                               << "\n"
-                               << gen.graph.to_string() << rep.to_text());
-      break;
+    // One graph in ten (drawn apart from the graph) keeps its kernels in a disk cache of its
+    // own, and a second Session, with a runtime of its own (no kernel in memory), serves the same
+    // calls again: its kernels are loaded from the disk (object code linked anew) where the code
+    // is the same.
+    std::optional<test::TempDir> disk;
+    if (std::mt19937(seed ^ 0x2545f491u)() % 10 == 0) {
+      disk.emplace();
+      opt.cache_dir = disk->path.string();
+      opt.runtime = Runtime::create();
+      disk_graphs += 1;
     }
-    const Report rep = jit.report();
-    kernel_calls += rep.kernel_calls;
-    guard_misses += rep.guard_misses;
-    replans += rep.replans;
-    compiled += rep.compilations;
-    for (const RegionReport& r : rep.regions) {
-      hits += r.cache_hit;
-      dynamic += r.dynamic && r.compiled;
-      dynamic_calls += r.dynamic ? r.kernel_calls : 0;
-      merged += r.dynamic && r.compiled && r.stable_ops > 0;
+    Session ref(gen.graph, SessionOptions{.interpret_only = true});
+    for (int pass = 0; pass < (disk ? 2 : 1); ++pass) {
+      if (pass == 1) opt.runtime = Runtime::create();
+      Session jit(gen.graph, opt);
+      bool failed_here = false;
+      for (size_t c = 0; c < order.size(); ++c) {
+        const std::vector<Tensor> feeds = gen.feeds(order[c]);
+        std::vector<Tensor> want, got;
+        const std::string ref_error = test::error_of([&] { want = ref.run(feeds); });
+        REQUIRE_MESSAGE(ref_error.empty(), "FAILED seed " << seed << ": the generator made a graph "
+                                                          << "the interpreter rejects at scenario "
+                                                          << order[c] << ": " << ref_error << "\n"
+                                                          << sizes_str(gen) << "\n"
+                                                          << gen.graph.to_string());
+        if (opt.background_compile && gen.chance(0.5)) jit.wait_compiled();
+        const std::string error = test::error_of([&] { got = jit.run(feeds); });
+        Mismatch m;
+        if (error.empty()) {
+          REQUIRE(got.size() == want.size());
+          for (size_t o = 0; o < got.size(); ++o) compare(got[o], want[o], o, m);
+        } else {
+          m.first = "the JIT Session throws: " + error;
+        }
+        ++calls;
+        if (m.first.empty()) continue;
+        const Report rep = jit.report();
+        int cache_hits = 0;
+        for (const RegionReport& r : rep.regions) cache_hits += r.cache_hit;
+        ++failed;
+        failed_shape += m.shape;
+        failed_with_cache_hits += cache_hits > 0;
+        const std::string phase = per_signature        ? "per signature"
+                                  : c < size_t(warmup) ? "warm-up"
+                                                       : "serving";
+        CHECK_MESSAGE(false, "FAILED seed "
+                                 << seed << " (graph " << gi << "), call " << c << " (" << phase
+                                 << ") at scenario " << order[c] << ": " << m.first << "\n"
+                                 << sizes_str(gen) << "; calls " << calls_str
+                                 << (opt.merge_tiers ? "; tiers merged" : "")
+                                 << (opt.background_compile ? "; compiled in the background" : "")
+                                 << forced.str()
+                                 << "; regions from the kernel cache: " << cache_hits
+                                 << (pass == 1 ? "; served again, kernels from the disk cache" : "")
+                                 << "\n"
+                                 << gen.graph.to_string() << rep.to_text());
+        failed_here = true;
+        break;
+      }
+      const Report rep = jit.report();
+      if (pass == 1) {
+        for (const RegionReport& r : rep.regions) disk_hits += r.disk_hit;
+        break;
+      }
+      kernel_calls += rep.kernel_calls;
+      guard_misses += rep.guard_misses;
+      replans += rep.replans;
+      compiled += rep.compilations;
+      for (const RegionReport& r : rep.regions) {
+        hits += r.cache_hit;
+        dynamic += r.dynamic && r.compiled;
+        dynamic_calls += r.dynamic ? r.kernel_calls : 0;
+        merged += r.dynamic && r.compiled && r.stable_ops > 0;
+      }
+      if (failed_here) break;
     }
   }
   const double secs =
@@ -153,7 +181,8 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                  << " regions from the cache, " << dynamic << " dynamic regions compiled ("
                  << dynamic_calls << " calls; " << merged << " with stable ops merged in), "
                  << kernel_calls << " kernel calls, " << guard_misses << " guard misses, "
-                 << replans << " re-plans; " << failed << " failed (" << failed_shape
-                 << " on a shape, " << failed_with_cache_hits << " with cached kernels); " << secs
-                 << " s");
+                 << replans << " re-plans, " << disk_graphs
+                 << " graphs served again from a disk cache (" << disk_hits << " regions loaded); "
+                 << failed << " failed (" << failed_shape << " on a shape, "
+                 << failed_with_cache_hits << " with cached kernels); " << secs << " s");
 }
