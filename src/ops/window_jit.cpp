@@ -14,12 +14,12 @@
 // clamps or selects: the copy costs one pass over the input, clamps and selects every tap).
 //
 // Conv goes one of two ways by the length of its dot products, K = C/group * prod(kernel):
-//   - K <= kDirectMax (depthwise convs, small stems): direct. The output element is a
-//     straight-line sum of K products weight * source element, made in the consumer's loop, so
-//     depthwise conv + BatchNormalization + Relu is one loop. Not when the innermost spatial dim
-//     is strided and a group has several output channels: each channel would gather the same
-//     strided inputs again (cnn_bn_gap, whose stem is a 3x3 stride-2 conv to 8 channels, ran in 15
-//     us so, 12.5 us through the GEMM);
+//   - K <= kDirectMax for depthwise convs, K <= kDenseDirectMax for dense ones (small stems):
+//     direct. The output element is a straight-line sum of K products weight * source element,
+//     made in the consumer's loop, so depthwise conv + BatchNormalization + Relu is one loop. Not
+//     when the innermost spatial dim is strided and a group has several output channels: each
+//     channel would gather the same strided inputs again (cnn_bn_gap, whose stem is a 3x3
+//     stride-2 conv to 8 channels, ran in 15 us so, 12.5 us through the GEMM);
 //   - otherwise im2col + GEMM. A nest writes the im2col matrix [N, group, K, out] (none for a 1x1
 //     kernel with unit strides and no pads: the source is the matrix), then one call of the
 //     runtime GEMM (sgraph_gemm_f32/f64) multiplies each group's weights [M/group, K] (in place;
@@ -55,6 +55,8 @@ using llvm::Value;
 namespace {
 
 constexpr int64_t kDirectMax = 32;  // longest dot product a Conv computes directly
+// ... when its groups have several output channels each (a dense conv): see allocate_window.
+constexpr int64_t kDenseDirectMax = 16;
 
 bool is_pool(OpKind op) { return op == OpKind::MaxPool || op == OpKind::AveragePool; }
 bool windowed(OpKind op) { return op == OpKind::Conv || is_pool(op); }
@@ -197,9 +199,17 @@ void allocate_window(Emitter& e, const Node& n) {
   const Window& w = p.w;
   const int64_t dot = conv ? (*ws)[1] * numel(w.kernel) : 0;
   // Direct unless the dot products are long, or strided along the innermost (vector) dim with
-  // several output channels per group: each would gather the same strided inputs again.
+  // several output channels per group: each would gather the same strided inputs again. A dense
+  // conv (several output channels per group) goes through the GEMM from shorter dot products
+  // than a depthwise one: directly, each output channel reloads every input vector of its dot
+  // product and sums it in one chain per vector of positions, where the GEMM's register tile
+  // reuses each input across 48 channels. Measured on ppocr_mobile_v2_cls, whose late 1x1 convs
+  // have 32 input channels and rows of 25-100 positions (one of them took 12% of a call directly):
+  // every shape 10-15% faster at 1 thread and 3-7% at 2 with those through the GEMM; limits of
+  // 4, 8 and 16 were equal there, and the other models' convs (K 3-27) kept their speed at 16.
   const int64_t per_group = conv ? (*ws)[0] / p.group : 1;
-  p.gemm = conv && (dot > kDirectMax || (w.strides.back() > 1 && per_group > 1));
+  p.gemm = conv && (dot > (per_group > 1 ? kDenseDirectMax : kDirectMax) ||
+                    (w.strides.back() > 1 && per_group > 1));
   const bool unit = numel(w.kernel) == 1 && std::all_of(w.strides.begin(), w.strides.end(),
                                                         [](int64_t s) { return s == 1; });
   p.padded = reads_outside(p);
