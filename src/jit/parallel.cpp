@@ -45,9 +45,15 @@ constexpr int64_t kChunksPerThread = 4;
 // (bench/bench_parallel.cpp, `sgraph_bench --benchmark_filter=Parallel` on the shared 2-core
 // development machine; a direct call costs 10 ns). A fused kernel runs 3-20x faster than its
 // interpreted ops (`--benchmark_filter=Fusion`: softmax 3.5x, an elementwise chain 22x), so a
-// region profiled at 2 * kNsPerThread = 1 ms has a 50-300 us kernel: on 2 threads 25-150 us each,
-// which repays even a cold dispatch. Smaller regions run on the calling thread.
+// region profiled at 1 ms has a 50-300 us kernel: on 2 threads 25-150 us each, which repays even
+// a cold dispatch. Two threads from kParallelMinNs: a region profiled at 0.5 ms has a 25-170 us
+// kernel, 12-85 us each on 2 threads, which repays the dispatch but at the very end of that range
+// (small_cnn at 16 images, profiled 0.67-1.1 ms from run to run, so planned on 1 thread or 2 by
+// chance when the limit was 1 ms: its 0.23 ms kernel takes 0.135 ms on 2; the synthetic models'
+// other regions and the real models' are profiled far from 0.5 ms and unchanged). Smaller regions
+// run on the calling thread.
 constexpr int64_t kNsPerThread = 500'000;
+constexpr int64_t kParallelMinNs = 500'000;
 
 std::string duration(int64_t ns) {
   char buf[32];
@@ -101,11 +107,12 @@ int region_threads(int64_t profiled_ns, int max_threads, std::string* why) {
     if (why != nullptr) *why = std::to_string(forced) + " threads (forced for testing)";
     return forced;
   }
-  const int64_t wanted = profiled_ns / kNsPerThread;
+  const int64_t wanted =
+      profiled_ns < kParallelMinNs ? 1 : std::max<int64_t>(2, profiled_ns / kNsPerThread);
   std::string reason = "profiled " + duration(profiled_ns);
   int threads = 1;
   if (wanted < 2) {
-    reason += " < " + duration(2 * kNsPerThread) + ": calling thread";
+    reason += " < " + duration(kParallelMinNs) + ": calling thread";
   } else if (max_threads == 1) {
     reason += ", at most 1 thread: calling thread";
   } else {

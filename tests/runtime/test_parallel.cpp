@@ -211,6 +211,11 @@ TEST_CASE("region_threads: 1 for tiny regions, more for larger ones, monotone an
   CHECK(region_threads(int64_t{1'000'000'000}, 1, &why) == 1);
   CHECK(contains(why, "calling thread"));
   CHECK(region_threads(5'000'000, 8, nullptr) >= 2);  // 5 ms
+  // Two threads from 0.5 ms profiled (a kernel of ~25-170 us), the calling thread below.
+  CHECK(region_threads(400'000, 8, &why) == 1);
+  CHECK(contains(why, "profiled 400 us < 500 us: calling thread"));
+  CHECK(region_threads(600'000, 8, &why) == 2);
+  CHECK(contains(why, "profiled 600 us -> 2 threads"));
   for (int max_threads = 1; max_threads <= 8; ++max_threads) {
     int prev = 1;
     for (int64_t ns = 1; ns < int64_t{10'000'000'000}; ns = ns * 5 / 4 + 1) {
