@@ -1,5 +1,5 @@
-// The small graph the Session tests share: an MLP whose weight branch is kept apart from the
-// batch-dependent ops by an op the JIT does not compile.
+// The small graphs the Session tests share: an MLP whose weight branch is kept apart from the
+// batch-dependent ops by an op the JIT does not compile, and three regions of different code.
 #pragma once
 
 #include "test_util.h"
@@ -22,6 +22,31 @@ inline Graph split_mlp() {
   ValueId y = b.node(OpKind::Add, {h, b.constant("b", random_f32({3}, 2))}, {}, 1, "bias")[0];
   b.output(b.node(OpKind::Relu, {y}, {}, 1, "act")[0], "y");
   return b.build();
+}
+
+// An op the JIT does not compile (ReduceMin over no axes with noop_with_empty_axes: an identity),
+// which keeps the regions on either side of it apart.
+inline ValueId opaque(GraphBuilder& b, ValueId x, const std::string& name) {
+  return b.node(OpKind::ReduceMin, {x}, {{"noop_with_empty_axes", int64_t{1}}}, 1, name)[0];
+}
+
+// Three regions of different code: Add+Relu | Mul+Tanh | Sub+Exp, with opaque ops between.
+inline Graph three_regions() {
+  GraphBuilder b("three");
+  ValueId x = b.input("x", DType::f32, {4, 8});
+  ValueId a = b.relu(b.add(x, b.constant("c1", random_f32({8}, 1))));
+  ValueId m = b.tanh(b.mul(opaque(b, a, "cut1"), b.constant("c2", random_f32({8}, 2))));
+  ValueId e = b.exp(b.sub(opaque(b, m, "cut2"), b.constant("c3", random_f32({8}, 3))));
+  b.output(e, "y");
+  return b.build();
+}
+
+// Runs `in` through `s` and through an interpreting Session of `g`, and checks the outputs agree.
+inline void check_like_interpreter(Session& s, const Graph& g, const std::vector<Tensor>& in) {
+  Session ref(g, SessionOptions{.interpret_only = true});
+  const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) check_tensors_close(got[i], want[i]);
 }
 
 }  // namespace sgraph::test

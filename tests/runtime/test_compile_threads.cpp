@@ -17,6 +17,7 @@
 
 #include "runtime/background_compiler.h"
 #include "runtime/runtime_impl.h"
+#include "runtime/session_graphs.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -28,23 +29,6 @@ struct SlowJit {
   explicit SlowJit(int ms) { jit::Jit::delay_compiles_for_testing(ms); }
   ~SlowJit() { jit::Jit::delay_compiles_for_testing(0); }
 };
-
-// An op the JIT does not compile (ReduceMin over no axes with noop_with_empty_axes: an identity),
-// which keeps the regions on either side of it apart.
-ValueId opaque(GraphBuilder& b, ValueId x, const std::string& name) {
-  return b.node(OpKind::ReduceMin, {x}, {{"noop_with_empty_axes", int64_t{1}}}, 1, name)[0];
-}
-
-// Three regions of different code: Add+Relu | Mul+Tanh | Sub+Exp, with opaque ops between.
-Graph three_regions() {
-  GraphBuilder b("three");
-  ValueId x = b.input("x", DType::f32, {4, 8});
-  ValueId a = b.relu(b.add(x, b.constant("c1", random_f32({8}, 1))));
-  ValueId m = b.tanh(b.mul(opaque(b, a, "cut1"), b.constant("c2", random_f32({8}, 2))));
-  ValueId e = b.exp(b.sub(opaque(b, m, "cut2"), b.constant("c3", random_f32({8}, 3))));
-  b.output(e, "y");
-  return b.build();
-}
 
 // Two regions of the same code (same ops and shapes, different biases).
 Graph twins() {
@@ -61,13 +45,6 @@ std::shared_ptr<jit::Jit> jit_of(const SessionOptions& o, int threads) {
   std::shared_ptr<jit::Jit> j = o.runtime->impl().jit({o.cache_dir, o.cache_max_bytes});
   j->split_compiles(threads);
   return j;
-}
-
-void check_like_interpreter(Session& s, const Graph& g, const std::vector<Tensor>& in) {
-  Session ref(g, SessionOptions{.interpret_only = true});
-  const std::vector<Tensor> got = s.run(in), want = ref.run(in);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) check_tensors_close(got[i], want[i]);
 }
 
 }  // namespace

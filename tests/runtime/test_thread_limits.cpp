@@ -13,6 +13,7 @@
 #include "jit/parallel.h"
 #include "runtime/background_compiler.h"
 #include "runtime/runtime_impl.h"
+#include "runtime/session_graphs.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -25,29 +26,6 @@ struct NoThreads {
   explicit NoThreads(int n = 1'000'000) { fail_thread_starts_for_testing(n); }
   ~NoThreads() { fail_thread_starts_for_testing(0); }
 };
-
-// An op the JIT does not compile, keeping the regions on either side of it apart.
-ValueId opaque(GraphBuilder& b, ValueId x, const std::string& name) {
-  return b.node(OpKind::ReduceMin, {x}, {{"noop_with_empty_axes", int64_t{1}}}, 1, name)[0];
-}
-
-// Three regions of different code.
-Graph three_regions() {
-  GraphBuilder b("three");
-  ValueId x = b.input("x", DType::f32, {4, 8});
-  ValueId a = b.relu(b.add(x, b.constant("c1", random_f32({8}, 1))));
-  ValueId m = b.tanh(b.mul(opaque(b, a, "cut1"), b.constant("c2", random_f32({8}, 2))));
-  ValueId e = b.exp(b.sub(opaque(b, m, "cut2"), b.constant("c3", random_f32({8}, 3))));
-  b.output(e, "y");
-  return b.build();
-}
-
-void check_like_interpreter(Session& s, const Graph& g, const std::vector<Tensor>& in) {
-  Session ref(g, SessionOptions{.interpret_only = true});
-  const std::vector<Tensor> got = s.run(in), want = ref.run(in);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) check_tensors_close(got[i], want[i]);
-}
 
 // Jobs that note the thread each ran on.
 struct Threads {
