@@ -138,7 +138,7 @@ BackgroundCompiler::Done BackgroundCompiler::run_one(Queued& q) {
 }
 
 void BackgroundCompiler::work(bool until_empty) {
-  if (background_ && !until_empty) lower_priority(nice_);
+  if (background_) lower_priority(nice_);  // (run_all's pool, the only until_empty, is not)
   std::unique_lock lock(mu_);
   for (;;) {
     if (until_empty && queue_.empty()) return;

@@ -683,7 +683,7 @@ struct Session::Impl {
       std::vector<BackgroundCompiler::Done> done;
       try {
         done = BackgroundCompiler::run_all(std::move(jobs), s_.the_jit().compile_threads());
-      } catch (const std::exception& e) {  // (no thread to run them on)
+      } catch (const std::exception& e) {  // (out of memory queueing them)
         for (RegionPlan& r : plans)
           if (r.compile_job != 0) {
             r.compile_job = 0;
