@@ -927,7 +927,9 @@ void KernelBuilder::call_gemm(const ops::GemmCall& call) {
     return i64_array(off);
   };
   // The same arguments for each helper; sgraph_gemm_const_b_f32's B offsets are null.
+  SG_ASSERT(!(call.const_a && call.const_b)) << "a GEMM with both operands packed";
   const char* fn = call.const_b               ? "sgraph_gemm_const_b_f32"
+                   : call.const_a             ? "sgraph_gemm_const_a_f32"
                    : call.dtype == DType::f32 ? "sgraph_gemm_f32"
                                               : "sgraph_gemm_f64";
   llvm::FunctionCallee gemm =

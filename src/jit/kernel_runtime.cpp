@@ -2,11 +2,13 @@
 #include "jit/kernel_runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "jit/parallel.h"
 #include "ops/gemm_kernel.h"
@@ -107,6 +109,9 @@ void helper_boundary(const char* what, F&& body) noexcept {  // what: for unknow
 void gemm_const_b(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
                   const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
                   int64_t trans_b, float* c, double alpha);
+void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
+                  const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
+                  int64_t trans_b, float* c, double alpha);
 
 // A plan's packed constant B operands, by address and geometry.
 struct PackedCache {
@@ -146,6 +151,13 @@ void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int
     gemm_const_b(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
   });
 }
+void sgraph_gemm_const_a_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
+                             const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
+                             const int64_t* b_off, int64_t trans_b, float* c, double alpha) {
+  helper_boundary("GEMM with a packed operand", [&] {
+    gemm_const_a(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+  });
+}
 }
 
 namespace {
@@ -173,4 +185,74 @@ void gemm_const_b(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
   batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, nullptr, trans_b, c, alpha, &packed);
 }
 
+std::atomic<bool> force_const_a{false};  // (force_const_a_packing_for_testing)
+
+// sgraph_gemm_const_a_f32 for a short B (N <= K / 2): C_i^T = op(B_i)^T * op(A_i)^T, with
+// op(A_i)^T, a constant, packed once as the right-hand operand of gemm_packed, C_i^T in this
+// thread's scratch, then transposed into C_i. Worth it when packing A on every call costs more
+// than writing C twice (M * K > 2 * M * N): silero_vad_v5's convs multiply 64-258 x 192-387
+// weights by 1-3 positions, and repacked the weights on every call.
+struct ConstAJob {
+  int64_t M, N, K, parts;
+  const float *a, *b;
+  const int64_t *a_off, *b_off;
+  bool ta, tb;
+  float* c;
+  float alpha;
+  PackedCache* cache;
+
+  void run(int64_t item) const {
+    const int64_t part = item % parts, i = item / parts;
+    const sgraph::ops::PackedB& packed = cache->get(a + (a_off ? a_off[i] : 0), K, M, !ta);
+    const auto [m0, m1] = sgraph::ops::packed_columns(packed.view(), part, parts);
+    if (m0 >= m1) return;
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < static_cast<size_t>(N * M)) scratch.resize(static_cast<size_t>(N * M));
+    float* t = scratch.data();  // C_i^T, N x M; this part's columns [m0, m1)
+    sgraph::ops::gemm_packed(N, b + (b_off ? b_off[i] : 0), !tb, packed, t, alpha, 0, part, parts);
+    float* ci = c + i * M * N;
+    for (int64_t m = m0; m < m1; ++m)
+      for (int64_t n = 0; n < N; ++n) ci[m * N + n] = t[n * M + m];
+  }
+  static void nest(void* const* ptrs, int64_t begin, int64_t end) {
+    const auto* job = reinterpret_cast<const ConstAJob*>(ptrs);
+    for (int64_t item = begin; item < end; ++item) job->run(item);
+  }
+};
+
+void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
+                  const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
+                  int64_t trans_b, float* c, double alpha) {
+  if (ctx == nullptr || M == 0 || N == 0 || K == 0 || batch == 0 ||
+      (2 * N > K && !force_const_a.load(std::memory_order_relaxed))) {
+    batched_gemm(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+    return;
+  }
+  auto& kc = *static_cast<sgraph::KernelContext*>(ctx);
+  std::call_once(kc.gemm_cache_once, [&] { kc.gemm_cache = std::make_shared<PackedCache>(); });
+  auto* cache = static_cast<PackedCache*>(kc.gemm_cache.get());
+  // Too few items for the threads: each product split by C's rows (the packed operand's panels),
+  // when large enough to repay waking the threads (as gemm_const_b's split of a packed B).
+  int64_t parts = 1;
+  if (kc.threads > batch && M * N * K >= (int64_t{1} << 18))
+    parts = sgraph::ops::packed_parts(
+        cache->get(a + (a_off ? a_off[0] : 0), K, M, trans_a == 0).view(), kc.threads / batch);
+  const ConstAJob job{M,
+                      N,
+                      K,
+                      parts,
+                      a,
+                      b,
+                      a_off,
+                      b_off,
+                      trans_a != 0,
+                      trans_b != 0,
+                      c,
+                      static_cast<float>(alpha),
+                      cache};
+  sgraph_parallel_for(ctx, &ConstAJob::nest, reinterpret_cast<void* const*>(&job), batch * parts);
+}
+
 }  // namespace
+
+void sgraph::force_const_a_packing_for_testing(bool on) { force_const_a.store(on); }

@@ -11,6 +11,12 @@
 // (b_off null): it
 // is packed once per plan (ops::PackedB, kept in ctx's gemm_cache by address) and every call
 // multiplies by the packed copy. Without a ctx it is sgraph_gemm_f32.
+//
+//   sgraph_gemm_const_a_f32(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha)
+// is the same for an A that is a constant of the graph (a conv's weights; each item's A_i, e.g.
+// one group's, is packed once per plan by its address): when B is short (N <= K / 2) each call
+// multiplies by the packed copies (C_i^T = op(B_i)^T * op(A_i)^T, transposed into C_i), else it
+// is sgraph_gemm_f32, as it is without a ctx (force_const_a_packing_for_testing: packed at any N).
 #pragma once
 
 #include <cstdint>
@@ -25,4 +31,13 @@ void sgraph_gemm_f64(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, 
 void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
                              const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
                              const int64_t* b_off, int64_t trans_b, float* c, double alpha);
+void sgraph_gemm_const_a_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
+                             const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
+                             const int64_t* b_off, int64_t trans_b, float* c, double alpha);
 }
+
+namespace sgraph {
+// Tests (the differential fuzzers): sgraph_gemm_const_a_f32 multiplies by the packed copies at
+// every N while on, so that the fuzzers' small convs, whose B is seldom short, reach that path.
+void force_const_a_packing_for_testing(bool on);
+}  // namespace sgraph

@@ -60,6 +60,7 @@ struct GemmCall {
   bool ta = false, tb = false;
   double alpha = 1;
   bool const_b = false;  // B is a constant packed once per plan (f32; b_off all 0)
+  bool const_a = false;  // A is a constant, each item's packed once per plan when B is short (f32)
 };
 
 class Emitter {

@@ -353,6 +353,10 @@ void materialise_window(Emitter& e, const Node& n) {
   Value* b = p.col.defined()      ? e.frame_pointer(p.col)
              : p.source.defined() ? e.frame_pointer(p.source)
                                   : e.frame_pointer(x);
+  // Weights that are a constant of the graph, read in place: packed once per plan, for the short
+  // products (few output positions) whose time packing them on every call would dominate.
+  const bool const_a =
+      e.dtype(x) == DType::f32 && !p.weights.defined() && e.graph.values[wv].initializer.defined();
   e.call_gemm({.dtype = e.dtype(x),
                .M = e.i64(mg),
                .N = positions,
@@ -364,7 +368,8 @@ void materialise_window(Emitter& e, const Node& n) {
                .b_off = std::move(b_off),
                .items = items,
                .a_items = items ? e.frame_pointer(p.a_offsets) : nullptr,
-               .b_items = items ? e.frame_pointer(p.b_offsets) : nullptr});
+               .b_items = items ? e.frame_pointer(p.b_offsets) : nullptr,
+               .const_a = const_a});
 }
 
 // Whether making v's element in a loop means computing windows (a direct Conv, a pool), which

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "jit/kernel_runtime.h"
 #include "jit/parallel.h"
 #include "test_util.h"
 
@@ -59,6 +60,25 @@ class ForcedThreads {
 
  private:
   int n_ = 0;
+};
+
+// One graph in two has every conv whose weights are a constant multiply by its packed weights
+// (force_const_a_packing_for_testing): the runtime packs them only for products over few
+// positions, which the fuzzers' small convs seldom are. A generator of its own, as ForcedThreads.
+class ForcedPacking {
+ public:
+  explicit ForcedPacking(uint32_t seed) {
+    std::mt19937 side(seed ^ 0x27d4eb2fu);
+    on_ = side() % 2 == 0;
+    force_const_a_packing_for_testing(on_);
+  }
+  ~ForcedPacking() { force_const_a_packing_for_testing(false); }
+  ForcedPacking(const ForcedPacking&) = delete;
+  ForcedPacking& operator=(const ForcedPacking&) = delete;
+  std::string str() const { return on_ ? "; conv weights always packed" : ""; }
+
+ private:
+  bool on_ = false;
 };
 
 // Numpy broadcasting of a and b into *out; false when they do not broadcast.

@@ -3,6 +3,9 @@
 // groups and depthwise, pads / strides / dilations / auto_pad / ceil_mode, 1-D to 3-D, inputs
 // read in place or computed in the region, f64, and split over threads.
 
+#include <random>
+
+#include "jit/kernel_runtime.h"
 #include "jit/region_test_util.h"
 
 using namespace sgraph;
@@ -166,8 +169,83 @@ TEST_CASE("JIT Conv: which way by K: depthwise direct to 32, dense direct to 16,
     test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-5);
     const std::vector<std::string> modules = dumping.emitted();
     REQUIRE(modules.size() == 1);
-    CHECK(test::contains(modules[0], "@sgraph_gemm_f32") == way.gemm);
+    CHECK(test::contains(modules[0], "call void @sgraph_gemm_") == way.gemm);
   }
+}
+
+TEST_CASE("JIT Conv: constant f32 weights go to the GEMM that packs them once per plan") {
+  // Conv1d over 3 positions (silero_vad_v5's encoder): the runtime multiplies by weights packed
+  // at the first call (sgraph_gemm_const_a_f32); weights computed in the region, region inputs
+  // and f64 take the plain GEMM.
+  struct Way {
+    const char* what;
+    DType t;
+    bool weights_input, computed, packed;
+  };
+  const Way ways[] = {{"constant", DType::f32, false, false, true},
+                      {"region input", DType::f32, true, false, false},
+                      {"computed", DType::f32, false, true, false},
+                      {"f64", DType::f64, false, false, false}};
+  const Shape xs = {2, 64, 5}, ws = {128, 64, 3};
+  for (const Way& way : ways) {
+    for (int threads : {1, 2}) {
+      INFO(way.what << ", threads " << threads);
+      IrDumpingJit dumping;
+      GraphBuilder b;
+      const ValueId x = b.input("x", way.t, to_dims(xs));
+      ValueId w =
+          way.weights_input ? b.input("w", way.t, to_dims(ws)) : b.constant("w", rnd(way.t, ws, 2));
+      if (way.computed) w = b.mul(w, b.constant("k", rnd(way.t, {1}, 3)));
+      b.output(b.relu(b.node(OpKind::Conv, {x, w, b.constant("b", rnd(way.t, {128}, 4))}).front()));
+      std::vector<Tensor> feeds = {rnd(way.t, xs, 1)};
+      if (way.weights_input) feeds.push_back(rnd(way.t, ws, 2));
+      const RegionRun run = run_region(b.build(), feeds, dumping.jit(), threads);
+      test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-5);
+      const std::vector<std::string> modules = dumping.emitted();
+      REQUIRE(modules.size() == 1);
+      CHECK(test::contains(modules[0], "@sgraph_gemm_const_a_f32") == way.packed);
+    }
+  }
+}
+
+TEST_CASE("JIT Conv: random convs with constant weights, packed or not, vs the interpreter") {
+  // The differential fuzzers seldom build a conv through the GEMM over few positions; these do:
+  // 1-D and 2-D, groups, strides, pads and dilations drawn at random, on 1-3 threads, half of
+  // them with the packed weights forced at every N (force_const_a_packing_for_testing).
+  std::mt19937 rng(20261206);
+  const auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  int packed_convs = 0;
+  for (int i = 0; i < 120; ++i) {
+    const int64_t rank = uniform(1, 2), group = uniform(0, 2) == 0 ? uniform(2, 3) : 1;
+    const int64_t c = group * uniform(3, 12), m = group * uniform(1, 24);
+    Shape x = {uniform(1, 3), c}, w = {m, c / group};
+    Ints pads(static_cast<size_t>(2 * rank)), strides, dilations;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t k = uniform(1, 3), dil = uniform(1, 2);
+      w.push_back(k);
+      x.push_back((k - 1) * dil + uniform(1, 6));
+      pads[static_cast<size_t>(d)] = uniform(0, k - 1);
+      pads[static_cast<size_t>(d + rank)] = uniform(0, k - 1);
+      strides.push_back(uniform(1, 2));
+      dilations.push_back(dil);
+    }
+    const bool forced = uniform(0, 1) == 1;
+    const int threads = static_cast<int>(uniform(1, 3));
+    INFO("case " << i << ": x " << shape_str(x) << " w " << shape_str(w) << " group " << group
+                 << (forced ? ", packing forced" : "") << ", threads " << threads);
+    force_const_a_packing_for_testing(forced);
+    GraphBuilder b;
+    const ValueId xv = b.input("x", DType::f32, to_dims(x));
+    Attributes a = window(pads, strides, dilations);
+    a.set("group", group);
+    b.output(b.relu(b.node(OpKind::Conv, {xv, b.constant("w", rnd(DType::f32, w, 2))}, a).front()));
+    check_region(b.build(), {rnd(DType::f32, x, static_cast<uint32_t>(i))}, 1e-4, 1e-5, threads);
+    force_const_a_packing_for_testing(false);
+    packed_convs += forced && numel(w) / m > 16;  // (through the GEMM: K > 16, dense or grouped)
+  }
+  CHECK(packed_convs > 20);
 }
 
 TEST_CASE("JIT Conv: weights and bias computed in the region, or region inputs") {

@@ -645,6 +645,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
                     "FAILED seed " << seed << ": the generator made an invalid graph: " << bad);
     with_interp += gen.noncompilable > 0;
     const ForcedThreads forced(seed);
+    const ForcedPacking packing(seed);
     forced_graphs += forced.threads() > 0;
     const std::vector<Tensor> warm = gen.feeds(), feeds = gen.feeds();
     std::vector<Tensor> got, want;
@@ -658,7 +659,8 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
       rep = jit.report();
     });
     failed += !error.empty();
-    CHECK_MESSAGE(error.empty(), "FAILED seed " << seed << forced.str() << ": " << error << "\n"
+    CHECK_MESSAGE(error.empty(), "FAILED seed " << seed << forced.str() << packing.str() << ": "
+                                                << error << "\n"
                                                 << gen.graph.to_string());
     if (!error.empty()) continue;
     REQUIRE(got.size() == want.size());
@@ -667,7 +669,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     max_err = std::max(max_err, m.max_err);
     failed += !m.first.empty();
     CHECK_MESSAGE(m.first.empty(), "FAILED seed " << seed << " (graph " << gi << ")" << forced.str()
-                                                  << ": " << m.first << "\n"
+                                                  << packing.str() << ": " << m.first << "\n"
                                                   << gen.graph.to_string() << rep.to_text());
     int compiled = 0;
     for (const RegionReport& r : rep.regions) {

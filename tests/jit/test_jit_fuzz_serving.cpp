@@ -67,6 +67,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     twins += gen.twins;
     computed += gen.computed_shapes;
     const ForcedThreads forced(seed);
+    const ForcedPacking packing(seed);
     forced_graphs += forced.threads() > 0;
     // Warm-up at scenario 0 (maybe twice, or once more at 1: what changes is then in dynamic
     // regions or none), then serving: another size, the warm-up's again, then any. One graph in
@@ -147,7 +148,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                                  << sizes_str(gen) << "; calls " << calls_str
                                  << (opt.merge_tiers ? "; tiers merged" : "")
                                  << (opt.background_compile ? "; compiled in the background" : "")
-                                 << forced.str()
+                                 << forced.str() << packing.str()
                                  << "; regions from the kernel cache: " << cache_hits
                                  << (pass == 1 ? "; served again, kernels from the disk cache" : "")
                                  << "\n"
