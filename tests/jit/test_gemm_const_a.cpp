@@ -4,6 +4,7 @@
 // packed copies made once per context and reused.
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "jit/kernel_runtime.h"
@@ -80,4 +81,28 @@ TEST_CASE("sgraph_gemm_const_a_f32 without a context is the plain GEMM") {
   sgraph_gemm_const_a_f32(nullptr, 1, 6, 2, 8, a.data(), nullptr, 0, b.data(), nullptr, 0,
                           got.data(), 1);
   CHECK(got == want);
+}
+
+TEST_CASE("sgraph_gemm_const_a_f32: calls on several threads share one context's packed weights") {
+  // As a Session's kernel called by several requests at once: the first calls race to pack.
+  const int64_t M = 96, N = 3, K = 200;
+  const std::vector<float> a = random_floats(M * K, 5), b = random_floats(2 * K * N, 6);
+  const int64_t b_off[] = {0, K * N};
+  std::vector<float> want(static_cast<size_t>(2 * M * N));
+  sgraph_gemm_f32(nullptr, 2, M, N, K, a.data(), nullptr, 0, b.data(), b_off, 0, want.data(), 1);
+  KernelContext ctx(2);
+  std::vector<int> wrong(4, 0);
+  std::vector<std::thread> callers;
+  for (size_t t = 0; t < wrong.size(); ++t)
+    callers.emplace_back([&, t] {
+      std::vector<float> got(want.size());
+      for (int call = 0; call < 20; ++call) {
+        sgraph_gemm_const_a_f32(&ctx, 2, M, N, K, a.data(), nullptr, 0, b.data(), b_off, 0,
+                                got.data(), 1);
+        for (size_t i = 0; i < got.size(); ++i)
+          wrong[t] += std::fabs(got[i] - want[i]) > 1e-5f * (1.0f + std::fabs(want[i]));
+      }
+    });
+  for (std::thread& c : callers) c.join();
+  CHECK(wrong == std::vector<int>(4, 0));
 }
