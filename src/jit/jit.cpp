@@ -107,8 +107,8 @@ std::unique_ptr<Jit> Jit::create(DiskCacheOptions disk) {
       // Options sgraph sets, unless SGRAPH_LLVM_ARGS names them (an option given twice is an
       // error). Masked interleaved groups: a loop whose last iteration is masked (short rows,
       // KernelBuilder::inner_loop) reads the taps of a stride-2 window (MaxPool 2x2/2) as masked
-      // wide loads and shuffles, not as gathers, which took 4 of every 10 cycles of small_cnn at
-      // 16 images: 0.229 -> 0.176 ms (bench/README.md). LLVM's X86 cost model prices both ways.
+      // wide loads and shuffles, not as gathers, which took ~30% of small_cnn's time at 16
+      // images: 0.229 -> 0.176 ms (bench/README.md). LLVM's X86 cost model prices both ways.
       // Only options this LLVM has (a later version may drop one).
       const auto& registered = llvm::cl::getRegisteredOptions();
       for (const char* option : kDefaultLlvmOptions)

@@ -237,19 +237,9 @@ void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
   if (kc.threads > batch && M * N * K >= (int64_t{1} << 18))
     parts = sgraph::ops::packed_parts(
         cache->get(a + (a_off ? a_off[0] : 0), K, M, trans_a == 0).view(), kc.threads / batch);
-  const ConstAJob job{M,
-                      N,
-                      K,
-                      parts,
-                      a,
-                      b,
-                      a_off,
-                      b_off,
-                      trans_a != 0,
-                      trans_b != 0,
-                      c,
-                      static_cast<float>(alpha),
-                      cache};
+  const bool ta = trans_a != 0, tb = trans_b != 0;
+  const auto al = static_cast<float>(alpha);
+  const ConstAJob job{M, N, K, parts, a, b, a_off, b_off, ta, tb, c, al, cache};
   sgraph_parallel_for(ctx, &ConstAJob::nest, reinterpret_cast<void* const*>(&job), batch * parts);
 }
 
