@@ -93,7 +93,7 @@ struct Session::Impl {
       for (const auto& [key, text] : graph.metadata)
         if (key.compare(0, prefix.size(), prefix) == 0)
           sub_records[key.substr(prefix.size())] = text;
-    subgraphs = std::make_unique<SubgraphSessions>(options, std::move(sub_records));
+    subgraphs = std::make_unique<SubgraphSessions>(options, std::move(sub_records), &graph);
     interpreter = std::make_unique<Interpreter>(graph, subgraphs.get());
     tracker = std::make_unique<ShapeTracker>(graph);
     profiler = std::make_unique<OpProfiler>(graph, options.warmup_runs);

@@ -35,6 +35,24 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
           label = node.name + "/" + name;
       try {
         Graph sub = g;
+        // If passes the outer values as inputs 1.. in the order of the branch's inputs.
+        std::vector<size_t> passed;
+        std::vector<ValueId> inputs;
+        for (size_t i = 0; i < sub.inputs.size(); ++i) {
+          const ValueId outer = i + 1 < node.inputs.size() ? node.inputs[i + 1] : kNoValue;
+          const Tensor* constant = parent_ != nullptr && node.op == OpKind::If && outer != kNoValue
+                                       ? &parent_->values.at(static_cast<size_t>(outer)).initializer
+                                       : nullptr;
+          if (constant != nullptr && constant->defined()) {
+            ValueInfo& v = sub.values[static_cast<size_t>(sub.inputs[i])];
+            v.initializer = *constant;
+            v.shape = to_dims(constant->shape());
+          } else {
+            passed.push_back(i);
+            inputs.push_back(sub.inputs[i]);
+          }
+        }
+        sub.inputs = std::move(inputs);
         for (const auto& [key, text] : records_) {
           if (key == label) sub.metadata[kWarmupRecordKey] = text;
           if (key.size() > label.size() + 1 && key.compare(0, label.size(), label) == 0 &&
@@ -42,7 +60,7 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
             sub.metadata[std::string(kWarmupRecordKey) + ":" + key.substr(label.size() + 1)] = text;
         }
         entries_.push_back(std::make_unique<Entry>(
-            Entry{std::move(label), std::make_unique<Session>(std::move(sub), options_)}));
+            Entry{std::move(label), std::make_unique<Session>(std::move(sub), options_), passed}));
       } catch (...) {
         index_.erase(it);
         throw;
@@ -55,7 +73,10 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
   std::vector<Tensor> out;
   take_handed_op_times();  // (none should be pending)
   try {
-    out = e->session->run(std::vector<Tensor>(inputs.begin(), inputs.end()));
+    std::vector<Tensor> in;
+    in.reserve(e->passed.size());
+    for (size_t i : e->passed) in.push_back(inputs[i]);
+    out = e->session->run(std::move(in));
   } catch (const Error& err) {  // the caller adds the If node; keep the branch's node
     throw Error("in subgraph '" + e->label + "': " + err.what());
   }

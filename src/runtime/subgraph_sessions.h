@@ -54,8 +54,14 @@ class SubgraphSessions final : public ops::SubgraphRunner {
   // "<node>/<attribute>/<node>/<attribute>"), as a planned model's metadata holds them under
   // "<kWarmupRecordKey>:<label>": a subgraph's Session is made with its own (and those nested in
   // it), so it plans at once too.
-  explicit SubgraphSessions(SessionOptions options, std::map<std::string, std::string> records = {})
-      : options_(std::move(options)), records_(std::move(records)) {}
+  // `parent`: the graph whose nodes' subgraphs these are (null: none known). An outer value a
+  // branch reads that is a constant of `parent` becomes a constant of the branch's Session (the
+  // same data), no longer one of its inputs: the branch's kernels then see their weights as
+  // constants, as the parent's do (packed once, folded into the code). silero_vad_legacy's convs
+  // all sit in If branches.
+  explicit SubgraphSessions(SessionOptions options, std::map<std::string, std::string> records = {},
+                            const Graph* parent = nullptr)
+      : options_(std::move(options)), records_(std::move(records)), parent_(parent) {}
 
   std::vector<Tensor> run(const Node& node, const Graph& g,
                           std::span<const Tensor> inputs) override;
@@ -74,11 +80,13 @@ class SubgraphSessions final : public ops::SubgraphRunner {
   struct Entry {
     std::string label;
     std::unique_ptr<Session> session;
+    std::vector<size_t> passed;  // the branch inputs its Session takes (the others: constants)
   };
   // The entries made so far (they are never removed: a pointer to one stays valid).
   std::vector<Entry*> entries() const;
   SessionOptions options_;
   std::map<std::string, std::string> records_;
+  const Graph* parent_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;  // in first-use order
   std::map<const Graph*, Entry*> index_;         // subgraph -> its entry

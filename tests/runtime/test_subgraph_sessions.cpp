@@ -2,6 +2,11 @@
 // graph, checked against the interpreter; reports and per-op times cover them.
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "test_util.h"
 
 using namespace sgraph;
@@ -141,4 +146,78 @@ TEST_CASE("Session: an error inside a branch names the If node and the branch's 
   CHECK(contains(e,
                  "node 'pick' (If): in subgraph 'pick/then_branch': node 'to3' (Reshape): "
                  "cannot reshape [4]"));
+}
+
+TEST_CASE("Session: an outer constant a branch reads is a constant of the branch's Session") {
+  // y = If(c, x, W) with then: Relu(MatMul(x, W) + 0.5), else: Relu(x); W a constant of the
+  // outer graph. The branch's Session holds W as a constant (its kernel multiplies by W packed
+  // once, as a top-level graph's would: silero_vad_legacy's convs all sit in branches), and takes
+  // only x.
+  const Tensor w = random_f32({64, 64}, 3);
+  auto branch = [](bool then) {
+    GraphBuilder bb(then ? "mm" : "pass");
+    ValueId v = bb.input("v", DType::f32, {4, 64});
+    ValueId m = bb.input("m", DType::f32, {64, 64});
+    bb.output(then ? bb.relu(bb.add(bb.matmul(v, m), bb.scalar(0.5f))) : bb.relu(v), "out");
+    return std::make_shared<const Graph>(bb.build());
+  };
+  GraphBuilder b("outer");
+  ValueId x = b.input("x", DType::f32, {4, 64});
+  ValueId c = b.input("c", DType::boolean, {});
+  ValueId f = b.node(OpKind::If, {c, b.relu(x), b.constant("w", w)},
+                     Attributes{{"then_branch", branch(true)}, {"else_branch", branch(false)}}, 1,
+                     "pick")[0];
+  b.output(f, "y");
+  const Graph g = b.build();
+  TempDir ir;
+  std::filesystem::create_directories(ir.path);
+  setenv("SGRAPH_DUMP_IR", ir.path.c_str(), 1);
+  SessionOptions o{.warmup_runs = 2, .runtime = Runtime::create()};
+  o.cache_dir = "";
+  Session s(g, o);
+  Session ref(g, SessionOptions{.interpret_only = true});
+  for (int run = 0; run < 6; ++run) {
+    const Tensor in = random_f32({4, 64}, 20 + run);
+    check_tensors_close(s.run(args(in, run != 5))[0], ref.run(args(in, run != 5))[0]);
+  }
+  unsetenv("SGRAPH_DUMP_IR");  // (read when the Runtime makes its JIT, at the first compile)
+  const Report r = s.report();
+  const Report* then = subgraph(r, "y/then_branch");
+  REQUIRE(then != nullptr);
+  REQUIRE(then->regions.size() == 1);
+  CHECK(then->regions[0].compiled);
+  std::string emitted;
+  for (const auto& f : std::filesystem::directory_iterator(ir.path)) {
+    std::ifstream in(f.path());
+    emitted += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  CHECK(contains(emitted, "@sgraph_gemm_const_b_f32"));  // W packed once: a constant
+  CHECK(!contains(emitted, "@sgraph_gemm_f32"));
+}
+
+TEST_CASE("Session: a branch returning an outer constant, or computing only from constants") {
+  // then: W itself; else: Neg(W) + 1. Both branches' Sessions take no input at all.
+  const Tensor w = random_f32({3, 5}, 4);
+  auto branch = [](bool then) {
+    GraphBuilder bb(then ? "same" : "neg");
+    ValueId m = bb.input("m", DType::f32, {3, 5});
+    bb.output(then ? m : bb.add(bb.neg(m), bb.scalar(1.0f)), "out");
+    return std::make_shared<const Graph>(bb.build());
+  };
+  GraphBuilder b("outer");
+  ValueId c = b.input("c", DType::boolean, {});
+  ValueId f =
+      b.node(OpKind::If, {c, b.constant("w", w)},
+             Attributes{{"then_branch", branch(true)}, {"else_branch", branch(false)}}, 1)[0];
+  b.output(b.mul(f, b.scalar(2.0f)), "y");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 1});
+  Session ref(g, SessionOptions{.interpret_only = true});
+  for (int run = 0; run < 6; ++run) {
+    const std::vector<Tensor> in = {Tensor::from<bool>({}, {run % 3 != 0})};
+    check_tensors_close(s.run(in)[0], ref.run(in)[0]);
+  }
+  std::vector<double> want(15);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = 2 * w.data<float>()[i];
+  check_close(s.run({Tensor::from<bool>({}, {true})})[0], {3, 5}, want);
 }
