@@ -75,6 +75,27 @@ TEST_CASE("ExecutableGraph: a region's output buffer is reused only when nobody 
   CHECK(eg.run(in)[0].raw_data() == reused);
 }
 
+TEST_CASE("ExecutableGraph: a call's state keeps the constants bound, and nothing of the call") {
+  // The pooled state holds the graph's constants between calls; the inputs, intermediates and
+  // outputs of a call are let go when it returns, also when it throws.
+  GraphBuilder b("consts");
+  ValueId x = b.input("x", DType::f32, {4});
+  b.output(b.relu(b.add(x, b.constant("k", f32({4}, {1, 2, 3, 4})))), "y");
+  b.output(x, "x_too");  // (an output: not released during the call)
+  const Graph g = b.build();
+  ExecutableGraph eg(g, {});
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{-3, 0, 1, -9});
+  const Tensor x_in = Tensor::wrap(DType::f32, {4}, owner->data(), owner);
+  for (int call = 0; call < 3; ++call) {
+    Tensor y = eg.run(std::vector<Tensor>{x_in})[0];
+    check_close(y, {4}, {0, 2, 4, 0});
+    CHECK(owner.use_count() == 2);  // `owner` and `x_in`: the state let the input go
+  }
+  CHECK_THROWS_AS(eg.run(std::vector<Tensor>{f32({3}, {1, 2, 3})}), Error);  // wrong shape
+  CHECK(owner.use_count() == 2);
+  check_close(eg.run(std::vector<Tensor>{x_in})[0], {4}, {0, 2, 4, 0});
+}
+
 TEST_CASE("ExecutableGraph: other shapes fall back to the interpreter and count a miss") {
   Fixture f;
   ExecutableGraph eg(f.g, {f.plan(add_relu_4)});
