@@ -139,15 +139,28 @@ void DiskCache::store(const std::string& key, const std::string& symbol,
       return;
     }
   }
+  int64_t bytes = 0;
+  {
+    std::error_code size_ec;
+    bytes = static_cast<int64_t>(fs::file_size(tmp, size_ec));
+    if (size_ec) bytes = 0;
+  }
   fs::rename(tmp, path_of(key), ec);
   if (ec) {
     fs::remove(tmp, ec);
     return;
   }
-  evict();
+  // (An entry written over an older one of the same key counts twice: the listing comes sooner.)
+  if (known_bytes_ < 0 || known_bytes_ + bytes > max_bytes_ ||
+      ++stores_since_scan_ >= kStoresPerScan)
+    evict();
+  else
+    known_bytes_ += bytes;
 }
 
 void DiskCache::evict() {
+  ++scans_;
+  stores_since_scan_ = 0;
   std::error_code ec;
   struct File {
     fs::file_time_type time;
@@ -165,13 +178,15 @@ void DiskCache::evict() {
     files.push_back({time, d.path(), bytes});
     total += bytes;
   }
-  if (total <= max_bytes_) return;
-  std::sort(files.begin(), files.end(),
-            [](const File& a, const File& b) { return a.time < b.time; });
-  for (const File& f : files) {
-    if (total <= max_bytes_) break;
-    if (fs::remove(f.path, ec)) total -= f.bytes;
+  if (total > max_bytes_) {
+    std::sort(files.begin(), files.end(),
+              [](const File& a, const File& b) { return a.time < b.time; });
+    for (const File& f : files) {
+      if (total <= max_bytes_) break;
+      if (fs::remove(f.path, ec)) total -= f.bytes;
+    }
   }
+  known_bytes_ = total;
 }
 
 }  // namespace sgraph::jit

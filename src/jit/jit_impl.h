@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "jit/disk_cache.h"
 #include "jit/jit.h"
 
 namespace llvm {
@@ -134,31 +135,6 @@ class ObjectSink final : public llvm::ObjectCache {
   // The target machine builder LLJIT compiles with (its code model and relocation model set for
   // the JIT's linker), kept when LLJIT creates its compiler, for code compiled beside it.
   std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
-};
-
-// disk_cache.cpp. Compiled kernels' object code in a directory shared by processes, keyed by
-// KernelCache::key_of (see the file's comment for the format and its checks). Not thread-safe
-// (Jit's mutex guards it).
-class DiskCache {
- public:
-  DiskCache(std::string dir, int64_t max_bytes);
-  struct Entry {
-    std::string symbol;                // the kernel's name in the objects
-    std::vector<std::string> objects;  // relocatable object files, linked together
-  };
-  // The entry for `key` when there is a valid one (refreshing its time); nullopt otherwise.
-  std::optional<Entry> load(const std::string& key);
-  // Writes the entry atomically, then removes least recently used entries beyond the bound. A
-  // directory that cannot be written is reported once and then left alone.
-  void store(const std::string& key, const std::string& symbol,
-             const std::vector<std::string>& objects);
-
- private:
-  std::filesystem::path path_of(const std::string& key) const;
-  void evict();
-  std::string dir_;
-  int64_t max_bytes_;
-  bool unwritable_ = false;
 };
 
 }  // namespace sgraph::jit

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "jit/disk_cache.h"
 #include "jit/region_test_util.h"
 #include "runtime/op_profiler.h"
 #include "runtime/warmup_record.h"
@@ -176,6 +177,36 @@ TEST_CASE("JIT disk cache: the least recently used entries go beyond the bound")
     CHECK_FALSE(run_checked(*jit, 6.0f));
   }
   CHECK(kernels_cached() == std::set<float>{3.0f, 6.0f});  // 4 went, not 3
+}
+
+TEST_CASE(
+    "JIT disk cache: the directory is listed at the first store and when the bound may pass") {
+  // Listing costs a stat per entry under the JIT's lock: once, then only when the bytes known
+  // at the last listing plus those stored since would pass the bound, or every kStoresPerScan.
+  TempDir dir;
+  const std::string object(4000, 'x');
+  const auto key = [](int i) { return "k" + std::to_string(i); };
+  DiskCache roomy(dir.path.string(), int64_t{1} << 30);
+  for (int i = 0; i < 20; ++i) roomy.store(key(i), "sym", {object});
+  CHECK(roomy.scans() == 1);
+  REQUIRE(test::cache_entries(dir.path).size() == 20);
+  const auto entry = static_cast<int64_t>(fs::file_size(test::cache_entries(dir.path).at(0)));
+  // Room for 5: the first store lists the 21 entries and keeps 5; each later one that would pass
+  // the bound lists again, so the directory never holds more than 5 after a store.
+  DiskCache five(dir.path.string(), 5 * entry + entry / 2);
+  for (int i = 20; i < 30; ++i) {
+    five.store(key(i), "sym", {object});
+    CHECK(test::cache_entries(dir.path).size() <= 5);
+  }
+  CHECK(five.scans() >= 2);
+  CHECK(five.scans() <= 10);
+  // Entries another writer adds are counted at the next listing: after that many stores of this
+  // one's own at most (here: as soon as its own would pass the bound by its count).
+  DiskCache other(dir.path.string(), int64_t{1} << 30);
+  for (int i = 30; i < 50; ++i) other.store(key(i), "sym", {object});
+  REQUIRE(test::cache_entries(dir.path).size() == 25);
+  for (int i = 50; i < 50 + DiskCache::kStoresPerScan; ++i) five.store(key(i), "sym", {object});
+  CHECK(test::cache_entries(dir.path).size() <= 5);
 }
 
 TEST_CASE("JIT disk cache: JITs filling one directory concurrently") {
