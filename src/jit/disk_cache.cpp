@@ -123,6 +123,7 @@ void DiskCache::store(const std::string& key, const std::string& symbol,
   static std::atomic<uint64_t> serial{0};
   const fs::path tmp = fs::path(dir_) / (key + "." + std::to_string(getpid()) + "." +
                                          std::to_string(++serial) + ".tmp");
+  int64_t bytes = 0;  // the entry's size
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << kMagic << '\n' << key << '\n' << symbol << '\n' << objects.size() << '\n';
@@ -130,6 +131,7 @@ void DiskCache::store(const std::string& key, const std::string& symbol,
       out << object.size() << '\n' << sha256_hex(object) << '\n';
     for (const std::string& object : objects)
       out.write(object.data(), static_cast<std::streamsize>(object.size()));
+    bytes = static_cast<int64_t>(out.tellp());
     out.close();
     if (!out) {
       fs::remove(tmp, ec);
@@ -138,12 +140,6 @@ void DiskCache::store(const std::string& key, const std::string& symbol,
                 << "; kernels are compiled but not cached";
       return;
     }
-  }
-  int64_t bytes = 0;
-  {
-    std::error_code size_ec;
-    bytes = static_cast<int64_t>(fs::file_size(tmp, size_ec));
-    if (size_ec) bytes = 0;
   }
   fs::rename(tmp, path_of(key), ec);
   if (ec) {

@@ -47,11 +47,14 @@ struct GemmJob {
     sgraph::ops::gemm_columns<T>(rows, N, K, ai, ta, bi, tb, ci, n0,
                                  std::min(N, n0 + cols_per_part), alpha);
   }
-  static void nest(void* const* ptrs, int64_t begin, int64_t end) {  // (sgraph_parallel_for
-    const auto* job = reinterpret_cast<const GemmJob*>(ptrs);        // catches what it throws)
-    for (int64_t item = begin; item < end; ++item) job->run(item);
-  }
 };
+
+// The loop nest sgraph_parallel_for runs over a job's items (it catches what they throw).
+template <class Job>
+void run_items(void* const* ptrs, int64_t begin, int64_t end) {
+  const auto* job = reinterpret_cast<const Job*>(ptrs);
+  for (int64_t item = begin; item < end; ++item) job->run(item);
+}
 
 template <class T>
 void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const T* a,
@@ -88,7 +91,7 @@ void batched_gemm(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
       M, N,     K,     row_blocks, rows_per_block, col_parts, cols_per_part,         a,
       b, a_off, b_off, ta != 0,    tb != 0,        c,         static_cast<T>(alpha), packed};
   if (M == 0 || N == 0 || batch == 0) return;
-  sgraph_parallel_for(ctx, &GemmJob<T>::nest, reinterpret_cast<void* const*>(&job),
+  sgraph_parallel_for(ctx, &run_items<GemmJob<T>>, reinterpret_cast<void* const*>(&job),
                       batch * row_blocks * col_parts);
 }
 
@@ -214,10 +217,6 @@ struct ConstAJob {
     for (int64_t m = m0; m < m1; ++m)
       for (int64_t n = 0; n < N; ++n) ci[m * N + n] = t[n * M + m];
   }
-  static void nest(void* const* ptrs, int64_t begin, int64_t end) {
-    const auto* job = reinterpret_cast<const ConstAJob*>(ptrs);
-    for (int64_t item = begin; item < end; ++item) job->run(item);
-  }
 };
 
 void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, const float* a,
@@ -240,7 +239,8 @@ void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
   const bool ta = trans_a != 0, tb = trans_b != 0;
   const auto al = static_cast<float>(alpha);
   const ConstAJob job{M, N, K, parts, a, b, a_off, b_off, ta, tb, c, al, cache};
-  sgraph_parallel_for(ctx, &ConstAJob::nest, reinterpret_cast<void* const*>(&job), batch * parts);
+  sgraph_parallel_for(ctx, &run_items<ConstAJob>, reinterpret_cast<void* const*>(&job),
+                      batch * parts);
 }
 
 }  // namespace

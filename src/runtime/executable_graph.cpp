@@ -230,9 +230,7 @@ ExecutableGraph::~ExecutableGraph() {
 std::unique_ptr<ExecutableGraph::CallState> ExecutableGraph::make_state() const {
   auto state = std::make_unique<CallState>(subgraphs_);
   state->regions.resize(regions_.size());
-  state->env.resize(g_.values.size());
-  for (size_t v = 0; v < g_.values.size(); ++v)
-    if (g_.values[v].initializer.defined()) state->env[v] = g_.values[v].initializer;
+  state->env = bind_constants(g_);
   if (planned_.empty()) return state;
   try {
     state->arena = aligned_block(arena_stats_.arena_bytes);

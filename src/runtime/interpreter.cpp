@@ -130,12 +130,17 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
   out_.clear();
 }
 
-std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs) {
-  check_inputs(g, inputs);
+std::vector<Tensor> bind_constants(const Graph& g) {
   std::vector<Tensor> env(g.values.size());
-  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = inputs[i];
   for (size_t v = 0; v < g.values.size(); ++v)
     if (g.values[v].initializer.defined()) env[v] = g.values[v].initializer;
+  return env;
+}
+
+std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs) {
+  check_inputs(g, inputs);
+  std::vector<Tensor> env = bind_constants(g);
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = inputs[i];
   return env;
 }
 

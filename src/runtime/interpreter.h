@@ -37,6 +37,8 @@ ops::SubgraphRunner& interpret_subgraphs();
 // that a symbolic dim ("batch") has one size across all inputs. Errors name the input.
 void check_inputs(const Graph& g, std::span<const Tensor> inputs);
 
+// A table by value id holding the graph's constants (the rest undefined).
+std::vector<Tensor> bind_constants(const Graph& g);
 // The environment of a run: graph inputs (checked) and constants bound to their value ids.
 std::vector<Tensor> bind_inputs(const Graph& g, std::span<const Tensor> inputs);
 
