@@ -3,7 +3,6 @@
 // their own A (groups) and B, short and long B (packed or not), one thread or several, and the
 // packed copies made once per context and reused.
 #include <cmath>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -15,12 +14,10 @@ using sgraph::KernelContext;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
+// n floats in [-1, 1), from test_util's generator.
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  const sgraph::Tensor t = sgraph::test::random_f32({n}, seed);
+  return {t.data<float>(), t.data<float>() + n};
 }
 
 struct Case {
@@ -34,8 +31,8 @@ void check(const Case& c, int threads) {
   INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " ta " << c.ta
                 << " tb " << c.tb << (c.shared_a ? " shared A" : "") << " threads " << threads);
   const int64_t a_items = c.shared_a ? 1 : c.batch;
-  const std::vector<float> a = random_floats(static_cast<size_t>(a_items * c.M * c.K), 1);
-  const std::vector<float> b = random_floats(static_cast<size_t>(c.batch * c.K * c.N), 2);
+  const std::vector<float> a = random_floats(a_items * c.M * c.K, 1);
+  const std::vector<float> b = random_floats(c.batch * c.K * c.N, 2);
   std::vector<int64_t> a_off, b_off;
   for (int64_t i = 0; i < c.batch; ++i) {
     a_off.push_back(c.shared_a ? 0 : (c.batch - 1 - i) * c.M * c.K);  // (not in item order)
