@@ -15,14 +15,14 @@ namespace {
 
 using sgraph::ops::GemmIsa;
 
-void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K) {
+void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K, bool trans_b) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> a(M * K), b(K * N), c(M * N);
   for (float& x : a) x = u(rng);
   for (float& x : b) x = u(rng);
   for (auto _ : state) {
-    sgraph::ops::gemm_with<float>(isa, M, N, K, a.data(), false, b.data(), false, c.data());
+    sgraph::ops::gemm_with<float>(isa, M, N, K, a.data(), false, b.data(), trans_b, c.data());
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
@@ -44,8 +44,22 @@ void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K
         continue;
       const std::string name = "BM_Gemm_F32/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
                                "x" + std::to_string(s[2]) + "/" + sgraph::ops::gemm_isa_name(isa);
-      benchmark::RegisterBenchmark(name.c_str(), sgemm, isa, s[0], s[1], s[2])
+      benchmark::RegisterBenchmark(name.c_str(), sgemm, isa, s[0], s[1], s[2], false)
           ->Unit(benchmark::kMillisecond);
+    }
+  // A few rows against a large B (an LSTM step's H x R^T for a small batch, a dense layer on a
+  // few tokens), B stored N x K as weights are: each row of C is a matrix-vector product.
+  const int64_t kFewRows[][3] = {{1, 512, 128},   {2, 512, 128}, {3, 512, 128},   {4, 512, 128},
+                                 {6, 512, 128},   {8, 512, 128}, {2, 1024, 1024}, {4, 1024, 1024},
+                                 {8, 1024, 1024}, {2, 256, 64},  {4, 256, 64}};
+  for (bool trans_b : {true, false})
+    for (const auto& s : kFewRows) {
+      const std::string name = std::string(trans_b ? "BM_Gemm_F32_BT/" : "BM_Gemm_F32_B/") +
+                               std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+                               std::to_string(s[2]);
+      benchmark::RegisterBenchmark(name.c_str(), sgemm, sgraph::ops::gemm_isa(), s[0], s[1], s[2],
+                                   trans_b)
+          ->Unit(benchmark::kMicrosecond);
     }
   return true;
 }();

@@ -178,7 +178,8 @@ TEST_CASE("GEMM: C's columns in ranges, each range alone, f32 and f64") {
   constexpr Case kCases[] = {
       {5, 200, 37, false, false, 1, 0},  {64, 129, 300, true, false, -0.5, 1},
       {3, 70, 9, false, true, 1, 0.5},   {33, 300, 17, true, true, 2, 0},
-      {1, 4097, 64, false, false, 1, 0}, {4, 50, 0, false, false, 1, 0.5}};
+      {1, 4097, 64, false, false, 1, 0}, {4, 50, 0, false, false, 1, 0.5},
+      {2, 301, 129, false, true, 1, 0},  {6, 301, 129, false, false, -1, 0.5}};
   std::mt19937 rng(13);
   const auto run = [&]<class T>(const Case& c, const Problem& p, T) {
     INFO((sizeof(T) == 4 ? "f32" : "f64") << " M=" << c.M << " N=" << c.N << " K=" << c.K
@@ -207,6 +208,34 @@ TEST_CASE("GEMM: C's columns in ranges, each range alone, f32 and f64") {
     run(c, p, 0.0f);
     run(c, p, 0.0);
   }
+}
+
+TEST_CASE("GEMM: a few rows of A (2 to 8) by a larger B, every variant, f32 and f64") {
+  // These run as matrix-vector style products that read B once per 4 rows of A: widths and depths
+  // around each variant's vector lengths (4, 8, 16 floats) and its 2 or 4 rows or vectors of B per
+  // step, every transpose, and an op(A) = A^T too large to copy (the blocked product again).
+  constexpr int64_t kWidths[] = {2, 3, 15, 16, 17, 63, 64, 65, 130};
+  constexpr int64_t kDepths[] = {1, 5, 16, 17, 100, 301};
+  constexpr double kAlphaBeta[][2] = {{1, 0}, {0.5, 1}, {-1.5, 0.25}};
+  std::mt19937 rng(19);
+  int n = 0;
+  for (int64_t M = 2; M <= 8; ++M)
+    for (int64_t N : kWidths)
+      for (int64_t K : kDepths) {
+        const int trans = n % 4, ab = (n / 4) % 3;
+        ++n;
+        const Case c{M, N, K, (trans & 1) != 0, trans >= 2, kAlphaBeta[ab][0], kAlphaBeta[ab][1]};
+        const Problem p = make_problem(c, rng);
+        for (GemmIsa isa : kGemmIsas)
+          if (gemm_isa_supported(isa)) {
+            check_variant<float>(isa, c, p);
+            check_variant<double>(isa, c, p);
+          }
+      }
+  for (const Case& c :
+       {Case{3, 40, 30000, true, false, 1, 0}, Case{5, 33, 20000, true, true, 2, 1},
+        Case{4, 1030, 700, false, true, 1, 0}, Case{8, 1030, 700, false, false, 1, 0}})
+    check_variant<float>(gemm_isa(), c, make_problem(c, rng));
 }
 
 TEST_CASE("GEMM: empty shapes through the dispatching gemm<T>") {
