@@ -53,15 +53,23 @@ void run_lstm(KernelCtx& c, const LstmAttrs& a) {
   T* y = c.out.size() > 0 ? c.out[0].data<T>() : nullptr;
   if (y) std::fill_n(y, c.out[0].numel(), T(0));  // steps past a row's length stay zero
 
-  std::vector<T> xw(static_cast<size_t>(seq * batch * g4)), hr(batch * g4), gates(g4);
-  std::vector<T> hid(batch * h), cell(batch * h), bias(g4), hc(h);
+  // One block for the step's scratch: X·W^T for every step, H·R^T, a row's gates, the state, the
+  // biases and h(C_t).
+  std::vector<T> scratch(static_cast<size_t>((seq * batch + batch + 2) * g4 + 2 * batch * h + h));
+  T* xw = scratch.data();
+  T* hr = xw + seq * batch * g4;
+  T* gates = hr + batch * g4;
+  T* hid = gates + g4;
+  T* cell = hid + batch * h;
+  T* bias = cell + batch * h;
+  T* hc = bias + g4;
   for (int64_t d = 0; d < dirs; ++d) {
     const bool backward = a.reverse || d == 1;
     const Activation &f = a.acts[3 * d], &g = a.acts[3 * d + 1], &act_h = a.acts[3 * d + 2];
     const T* r = c.in[kR].data<T>() + d * g4 * h;
     const T* p = c.has(kP) ? c.in[kP].data<T>() + d * 3 * h : nullptr;
     gemm<T>(seq * batch, g4, input, c.in[kX].data<T>(), false, c.in[kW].data<T>() + d * g4 * input,
-            true, xw.data());
+            true, xw);
     const T* wb = c.has(kB) ? c.in[kB].data<T>() + d * 2 * g4 : nullptr;
     for (int64_t j = 0; j < g4; ++j) bias[j] = wb ? wb[j] + wb[g4 + j] : T(0);
     for (int64_t b = 0; b < batch; ++b) {
@@ -73,15 +81,15 @@ void run_lstm(KernelCtx& c, const LstmAttrs& a) {
     }
     const T clip = clip_bound<T>(a);
     for (int64_t s = 0; s < steps; ++s) {
-      gemm<T>(batch, g4, h, hid.data(), false, r, true, hr.data());
+      gemm<T>(batch, g4, h, hid, false, r, true, hr);
       for (int64_t b = 0; b < batch; ++b) {
         if (s >= len[b]) continue;  // this row has finished: its state stays as it is
         const int64_t t = backward ? len[b] - 1 - s : s;
-        const T* xg = xw.data() + l.x_row(t, b) * g4;
-        const T* rg = hr.data() + b * g4;
-        T* hb = hid.data() + b * h;
-        T* cb = cell.data() + b * h;
-        T *gi = gates.data(), *go = gi + h, *gf = go + h, *gc = gf + h;
+        const T* xg = xw + l.x_row(t, b) * g4;
+        const T* rg = hr + b * g4;
+        T* hb = hid + b * h;
+        T* cb = cell + b * h;
+        T *gi = gates, *go = gi + h, *gf = go + h, *gc = gf + h;
         for (int64_t j = 0; j < g4; ++j) gates[j] = xg[j] + rg[j] + bias[j];
         if (p)
           for (int64_t j = 0; j < h; ++j) {
@@ -100,14 +108,14 @@ void run_lstm(KernelCtx& c, const LstmAttrs& a) {
         for (int64_t j = 0; j < h; ++j)
           go[j] = std::clamp(go[j] + (p ? p[h + j] * cb[j] : T(0)), -clip, clip);
         apply(f, go, h);
-        std::copy_n(cb, h, hc.data());
-        apply(act_h, hc.data(), h);
+        std::copy_n(cb, h, hc);
+        apply(act_h, hc, h);
         for (int64_t j = 0; j < h; ++j) hb[j] = go[j] * hc[j];
         if (y) std::copy_n(hb, h, y + l.y_at(t, d, b));
       }
     }
     for (size_t k = 1; k < c.out.size(); ++k) {
-      const T* src = k == 1 ? hid.data() : cell.data();
+      const T* src = k == 1 ? hid : cell;
       T* dst = c.out[k].data<T>();
       for (int64_t b = 0; b < batch; ++b) {
         T* o = dst + l.state_at(d, b);

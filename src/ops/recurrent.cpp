@@ -1,6 +1,8 @@
 // The attribute decoding, type and shape rules LSTM, GRU and RNN share (see recurrent.h).
 #include "ops/recurrent.h"
 
+#include <Eigen/Core>
+#include <algorithm>
 #include <cctype>
 
 #include "ops/int_math.h"
@@ -31,7 +33,30 @@ constexpr ActSpec kActs[] = {
     {"thresholdedrelu", Act::thresholded_relu, 1, 1.0, 0},
 };
 
+// out = f(in) over x[0 .. n) in blocks, through a buffer; where x is NaN it stays NaN (the
+// approximations clamp their argument, which would turn a NaN into +-1 or 0 and 1).
+template <class F>
+void map_f32(float* x, int64_t n, F f) {
+  constexpr int64_t kBlock = 256;
+  alignas(64) float y[kBlock];
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t m = std::min(kBlock, n - i);
+    Eigen::Map<Eigen::ArrayXf> out(y, m);
+    f(out, Eigen::Map<const Eigen::ArrayXf>(x + i, m));
+    for (int64_t j = 0; j < m; ++j) x[i + j] = x[i + j] != x[i + j] ? x[i + j] : y[j];
+  }
+}
+
 }  // namespace
+
+void sigmoid_f32(float* x, int64_t n) {
+  // 1 / (1 + e^-x) on Eigen's vector exp: its logistic() is e^x below -9, off by e^x relatively.
+  map_f32(x, n, [](auto& out, const auto& in) { out = (1.0f + (-in).exp()).inverse(); });
+}
+
+void tanh_f32(float* x, int64_t n) {
+  map_f32(x, n, [](auto& out, const auto& in) { out = in.tanh(); });
+}
 
 RecurrentAttrs read_recurrent_attrs(const Attributes& at,
                                     std::initializer_list<const char*> defaults) {

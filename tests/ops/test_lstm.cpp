@@ -3,8 +3,11 @@
 // GEMM, no batched state).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
+#include "ops/recurrent.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -339,4 +342,36 @@ TEST_CASE("LSTM: errors") {
   std::vector<Tensor> ints_x = good;
   ints_x[0] = iota<int32_t>({2, 2, 3});
   CHECK(contains(err(ints_x, attrs_of(k)), "must be a float tensor"));
+}
+
+TEST_CASE("Recurrent gates: the vectorised sigmoid and tanh against <cmath>") {
+  // Every float in [-20, 20] on a fine grid, the approximations' cut-offs, the extremes, zeros,
+  // denormals, infinities and NaN, at lengths that end inside a vector and inside a block.
+  std::vector<float> x;
+  for (int i = -40000; i <= 40000; ++i) x.push_back(float(i) / 2000.0f);
+  for (float v : {-9.0f, 9.0f, -15.7243833f, 15.7243833f, 88.0f, -88.0f, -104.0f, 1e30f, -1e30f,
+                  1e-30f, -1e-30f, 1e-40f, 0.0f, -0.0f, std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
+                  float(kNaN), -float(kNaN)})
+    x.push_back(v);
+  for (const bool sig : {true, false})
+    for (size_t n : {x.size(), size_t{1}, size_t{5}, size_t{257}}) {
+      const size_t from = x.size() - n;  // the tail: the special values
+      std::vector<float> y(x.begin() + from, x.end());
+      if (sig)
+        ops::sigmoid_f32(y.data(), int64_t(n));
+      else
+        ops::tanh_f32(y.data(), int64_t(n));
+      for (size_t i = 0; i < n; ++i) {
+        const double v = x[from + i];
+        const double want = sig ? 1 / (1 + std::exp(-v)) : std::tanh(v);
+        INFO(std::string(sig ? "sigmoid(" : "tanh(") << v << ") = " << y[i] << ", want " << want);
+        if (std::isnan(v)) {
+          REQUIRE(std::isnan(y[i]));
+        } else {
+          // A few float ulps of the result, and an absolute 1e-37 for sigmoid's tiny results.
+          REQUIRE(std::abs(y[i] - want) <= 4e-7 * std::abs(want) + 1e-37);
+        }
+      }
+    }
 }
