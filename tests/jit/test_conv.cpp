@@ -330,6 +330,25 @@ TEST_CASE("JIT pools: MaxPool and AveragePool windows, every option, vs the inte
   }
 }
 
+TEST_CASE("JIT Conv over rows of 28: a masked last vector, not 4 lanes at a time") {
+  // small_cnn's first conv (1 -> 8 channels, 3x3, pad 1, 28 x 28): a direct nest whose rows of 28
+  // outputs LLVM ran 4 lanes at a time (7 iterations, no remainder) until the row loop asked for
+  // its tail masked (KernelBuilder::emit_loops).
+  std::unique_ptr<jit::Jit> jit = jit::Jit::create();
+  jit->keep_ir(true);
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {2, 1, 28, 28});
+  b.output(b.relu(b.node(OpKind::Conv, {x, b.constant("w", rnd(DType::f32, {8, 1, 3, 3}, 2))},
+                         with(window({1, 1, 1, 1}, {1, 1}), "kernel_shape", Ints{3, 3}))
+                      .front()));
+  const RegionRun run = run_region(b.build(), {rnd(DType::f32, {2, 1, 28, 28}, 1)}, *jit);
+  REQUIRE(compiled(run.compiled));
+  test::check_tensors_close(run.got[0], run.want[0], 1e-5, 1e-6);
+  CHECK(!test::contains(jit->last_ir(), "call void @sgraph_gemm_"));
+  CHECK(test::contains(jit->last_ir(), "@llvm.masked.store."));
+  CHECK(!test::contains(jit->last_ir(), "fmuladd.v4f32"));
+}
+
 TEST_CASE("JIT MaxPool 2x2 stride 2 over short rows: masked wide loads, not gathers") {
   // Rows of 14 outputs: one masked vector each, whose taps are every other input. As masked
   // gathers (LLVM's default without masked interleaved groups, see Jit::create) small_cnn's two
