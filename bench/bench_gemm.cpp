@@ -51,7 +51,9 @@ void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K
   // few tokens), B stored N x K as weights are: each row of C is a matrix-vector product.
   const int64_t kFewRows[][3] = {{1, 512, 128},   {2, 512, 128}, {3, 512, 128},   {4, 512, 128},
                                  {6, 512, 128},   {8, 512, 128}, {2, 1024, 1024}, {4, 1024, 1024},
-                                 {8, 1024, 1024}, {2, 256, 64},  {4, 256, 64}};
+                                 {8, 1024, 1024}, {2, 256, 64},  {4, 256, 64},    {4, 10, 64},
+                                 {4, 64, 64},     {8, 32, 32},   {3, 16, 256},    {4, 33, 128},
+                                 {2, 40, 300}};
   for (bool trans_b : {true, false})
     for (const auto& s : kFewRows) {
       const std::string name = std::string(trans_b ? "BM_Gemm_F32_BT/" : "BM_Gemm_F32_B/") +

@@ -211,11 +211,13 @@ TEST_CASE("GEMM: C's columns in ranges, each range alone, f32 and f64") {
 }
 
 TEST_CASE("GEMM: a few rows of A (2 to 8) by a larger B, every variant, f32 and f64") {
-  // These run as matrix-vector style products that read B once per 4 rows of A: widths and depths
-  // around each variant's vector lengths (4, 8, 16 floats) and its 2 or 4 rows or vectors of B per
-  // step, every transpose, and an op(A) = A^T too large to copy (the blocked product again).
+  // These run as matrix-vector style products that read B once per 4 rows of A (with op(B) = B,
+  // the columns past the last whole vector through Eigen's product; with op(B) = B^T, only dot
+  // products of 128 or more, 256 for more than 4 rows): widths and depths around each variant's
+  // vector lengths (4, 8, 16 floats), its 2 or 4 rows or vectors of B per step and those depths,
+  // every transpose, and an op(A) = A^T too large to copy (the blocked product again).
   constexpr int64_t kWidths[] = {2, 3, 15, 16, 17, 63, 64, 65, 130};
-  constexpr int64_t kDepths[] = {1, 5, 16, 17, 100, 301};
+  constexpr int64_t kDepths[] = {1, 5, 16, 17, 100, 200, 301};
   constexpr double kAlphaBeta[][2] = {{1, 0}, {0.5, 1}, {-1.5, 0.25}};
   std::mt19937 rng(19);
   int n = 0;
