@@ -33,8 +33,8 @@ constexpr ActSpec kActs[] = {
     {"thresholdedrelu", Act::thresholded_relu, 1, 1.0, 0},
 };
 
-// out = f(in) over x[0 .. n) in blocks, through a buffer; where x is NaN it stays NaN (the
-// approximations clamp their argument, which would turn a NaN into +-1 or 0 and 1).
+// out = f(in) over x[0 .. n) in blocks, through a buffer; where x is NaN it stays NaN (Eigen's
+// vector exp and tanh clamp their argument first, which can turn a NaN into a number).
 template <class F>
 void map_f32(float* x, int64_t n, F f) {
   constexpr int64_t kBlock = 256;
