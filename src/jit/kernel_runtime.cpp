@@ -128,6 +128,12 @@ struct PackedCache {
     if (!p) p = std::make_unique<sgraph::ops::PackedB>(K, N, b, tb);
     return *p;
   }
+
+  // The plan's cache in a kernel's context, made at its first use.
+  static PackedCache& of(sgraph::KernelContext& kc) {
+    std::call_once(kc.gemm_cache_once, [&] { kc.gemm_cache = std::make_shared<PackedCache>(); });
+    return *static_cast<PackedCache*>(kc.gemm_cache.get());
+  }
 };
 
 }  // namespace
@@ -174,9 +180,7 @@ void gemm_const_b(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
     return;
   }
   auto& kc = *static_cast<sgraph::KernelContext*>(ctx);
-  std::call_once(kc.gemm_cache_once, [&] { kc.gemm_cache = std::make_shared<PackedCache>(); });
-  const sgraph::ops::PackedB& packed =
-      static_cast<PackedCache*>(kc.gemm_cache.get())->get(b, K, N, trans_b != 0);
+  const sgraph::ops::PackedB& packed = PackedCache::of(kc).get(b, K, N, trans_b != 0);
   // Batch items whose A matrices follow each other are one product of batch * M rows.
   bool stacked = trans_a == 0;
   for (int64_t i = 0; stacked && i < batch; ++i) stacked = (a_off ? a_off[i] : 0) == i * M * K;
@@ -228,8 +232,7 @@ void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
     return;
   }
   auto& kc = *static_cast<sgraph::KernelContext*>(ctx);
-  std::call_once(kc.gemm_cache_once, [&] { kc.gemm_cache = std::make_shared<PackedCache>(); });
-  auto* cache = static_cast<PackedCache*>(kc.gemm_cache.get());
+  PackedCache* cache = &PackedCache::of(kc);
   // Too few items for the threads: each product split by C's rows (the packed operand's panels),
   // when large enough to repay waking the threads (as gemm_const_b's split of a packed B).
   int64_t parts = 1;

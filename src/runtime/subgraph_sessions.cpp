@@ -37,7 +37,7 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
         Graph sub = g;
         // If passes the outer values as inputs 1.. in the order of the branch's inputs.
         std::vector<size_t> passed;
-        std::vector<ValueId> inputs;
+        std::vector<ValueId> kept;  // the branch's inputs its Session takes
         for (size_t i = 0; i < sub.inputs.size(); ++i) {
           const ValueId outer = i + 1 < node.inputs.size() ? node.inputs[i + 1] : kNoValue;
           const Tensor* constant = parent_ != nullptr && node.op == OpKind::If && outer != kNoValue
@@ -49,10 +49,10 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
             v.shape = to_dims(constant->shape());
           } else {
             passed.push_back(i);
-            inputs.push_back(sub.inputs[i]);
+            kept.push_back(sub.inputs[i]);
           }
         }
-        sub.inputs = std::move(inputs);
+        sub.inputs = std::move(kept);
         for (const auto& [key, text] : records_) {
           if (key == label) sub.metadata[kWarmupRecordKey] = text;
           if (key.size() > label.size() + 1 && key.compare(0, label.size(), label) == 0 &&
