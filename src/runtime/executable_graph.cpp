@@ -283,6 +283,16 @@ bool ExecutableGraph::guard_holds(const RegionPlan& r, RegionCall& c,
     if (c.last_miss_on_shape) return false;
     for (const auto& [d, least] : r.dim_checks)
       if (d.value(c.sym_values) < least) return false;
+    for (const auto& [i, elems] : r.value_sym_guards) {
+      const Tensor& t = env[r.region.inputs[i]];
+      if (t.numel() != static_cast<int64_t>(elems.size())) return false;
+      for (size_t j = 0; j < elems.size(); ++j) {
+        const int64_t x = t.dtype() == DType::i64   ? t.data<int64_t>()[j]
+                          : t.dtype() == DType::i32 ? t.data<int32_t>()[j]
+                                                    : INT64_MIN;
+        if (x != elems[j].value(c.sym_values)) return false;
+      }
+    }
     return true;
   }
   for (size_t i = 0; i < r.region.inputs.size(); ++i) {

@@ -99,6 +99,9 @@ struct RegionPlan {
   // region's kernels need beyond that (jit::dynamic_needs: a slice of static length k from a
   // symbolic dim needs that dim at least k).
   std::vector<std::pair<SymDim, int64_t>> dim_checks;
+  // Inputs read as a Reshape's shape (index into Region::inputs, the elements as forms of the
+  // symbols): the guard checks each element against its form at the bound symbols.
+  std::vector<std::pair<size_t, SymShape>> value_sym_guards;
   std::vector<std::string> symbols;
   jit::KernelFn fn = nullptr;  // nullptr: the region's ops are interpreted
   uint64_t kernel_handle = 0;  // the JIT's handle of fn (0: none)

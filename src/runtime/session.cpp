@@ -327,7 +327,8 @@ struct Session::Impl {
       RegionPlan p = r.dynamic ? dynamic_shapes(r) : RegionPlan{};
       auto same = std::find_if(old.begin(), old.end(), [&](const RegionPlan& o) {
         return o.region.nodes == r.nodes && o.region.dynamic == r.dynamic &&
-               o.planned_sym == p.planned_sym && o.symbols == p.symbols;
+               o.planned_sym == p.planned_sym && o.symbols == p.symbols &&
+               o.value_sym_guards == p.value_sym_guards;
       });
       if (same != old.end()) {
         same->stats->reset_since_plan();
@@ -469,15 +470,94 @@ struct Session::Impl {
       p.output_sym.push_back(at->second);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
-    // A kernel's shapes come from the symbols alone: one that depends on an input's values (a
-    // Reshape to a computed shape) is not compiled dynamic (a static region guards such values).
+    // A kernel's shapes come from the symbols alone. The one value they may depend on is a
+    // Reshape's shape operand that is a region input whose elements were forms of the region's
+    // symbols in every warm-up run (Shape(x) -> Gather -> Concat, as exporters write
+    // x.view(x.size(0), -1)): the guard checks those elements, and the Reshape's planned output
+    // must be what its rule makes of them. Any other value keeps the region interpreted (a static
+    // region guards such values).
     const ValueGuards vg = value_guards(graph, r, value_shapes, tracker->small_values());
-    if (!vg.why_not.empty())
+    if (!vg.why_not.empty()) {
       p.why_interpreted = vg.why_not;
-    else if (!vg.guards.empty())
-      p.why_interpreted = "its shapes depend on the values of '" +
-                          graph.values[r.inputs[vg.guards.front().first]].name + "'";
+    } else if (!vg.guards.empty() && p.why_interpreted.empty()) {
+      std::string why;
+      if (!symbolic_value_guards(r, vg, local, p, why))
+        p.why_interpreted = "its shapes depend on the values of '" +
+                            graph.values[r.inputs[vg.guards.front().first]].name + "'" + why;
+      else
+        for (const auto& [i, elems] : p.value_sym_guards)
+          for (const SymDim& d : elems)
+            if (d.symbolic()) require(d, 1);  // (0 would make Reshape copy the input's dim)
+    }
     return p;
+  }
+
+  // symbolic_value_guards' planned output of Reshape node n for shape operand elements `e` (over
+  // p's symbols): "" when p.planned_sym has exactly that, else why not.
+  std::string reshape_matches(const RegionPlan& p, const Node& n, const SymShape& e) const {
+    const auto planned = [&](ValueId v) -> const SymShape* {
+      for (const auto& [w, s] : p.planned_sym)
+        if (w == v) return &s;
+      return nullptr;
+    };
+    const SymShape* in = planned(n.inputs[0]);
+    const SymShape* out = planned(n.outputs[0]);
+    if (!in || !out || out->size() != e.size()) return "its output's rank";
+    if (n.attrs.get_int("allowzero", 0) != 0) return "allowzero";
+    int inferred = 0;
+    for (size_t j = 0; j < e.size(); ++j) {
+      if (e[j].symbolic()) {
+        if (!(e[j] == (*out)[j])) return "a dim not the operand's element";
+      } else if (e[j].offset == -1) {
+        ++inferred;  // (the view's lowering checks that the element counts agree)
+      } else if (e[j].offset == 0) {
+        if (j >= in->size() || !((*in)[j] == (*out)[j])) return "a copied dim not the input's";
+      } else if (e[j].offset < -1 || !((*out)[j] == e[j])) {
+        return "a dim not the operand's element";
+      }
+    }
+    return inferred <= 1 ? "" : "two inferred dims";
+  }
+
+  // Fills p.value_sym_guards for vg's guards when every value the region's shape rules read is
+  // the shape operand of a Reshape, a region input with symbolic elements (ShapeTracker::
+  // SymbolicDims::elements); else returns false and why not (text to append, maybe empty).
+  bool symbolic_value_guards(const Region& r, const ValueGuards& vg,
+                             const std::vector<int32_t>& local, RegionPlan& p,
+                             std::string& why) const {
+    for (const auto& [node, k] : vg.reads) {
+      const Node& n = graph.nodes[node];
+      if (n.op != OpKind::Reshape || k != 1 ||
+          std::find(r.inputs.begin(), r.inputs.end(), n.inputs[k]) == r.inputs.end())
+        return false;
+    }
+    std::vector<std::pair<size_t, SymShape>> guards;
+    for (const auto& [i, values] : vg.guards) {
+      const ValueId v = r.inputs[i];
+      if (static_cast<size_t>(v) >= symbolic.elements.size() || !symbolic.elements[v]) {
+        why = ", not forms of its symbols";
+        return false;
+      }
+      SymShape e = *symbolic.elements[v];
+      for (SymDim& d : e) {
+        if (!d.symbolic()) continue;
+        const int32_t k = local[static_cast<size_t>(d.sym)];
+        if (k < 0) {
+          why = ", forms of a symbol none of its inputs has";
+          return false;
+        }
+        d.sym = k;
+      }
+      for (const auto& [node, slot] : vg.reads)
+        if (graph.nodes[node].inputs[slot] == v)
+          if (std::string no = reshape_matches(p, graph.nodes[node], e); !no.empty()) {
+            why = " (Reshape '" + graph.nodes[node].name + "': " + no + ")";
+            return false;
+          }
+      guards.emplace_back(i, std::move(e));
+    }
+    p.value_sym_guards = std::move(guards);
+    return true;
   }
 
   void compile_dynamic(RegionPlan& p) {
@@ -992,6 +1072,12 @@ struct Session::Impl {
       rr.outputs = names(plan.region.outputs);
       for (const auto& [i, values] : plan.value_guards)
         rr.value_guarded.push_back(graph.values[plan.region.inputs[i]].name);
+      for (const auto& [i, elems] : plan.value_sym_guards) {
+        std::vector<Symbol> syms;
+        for (const std::string& name : plan.symbols) syms.push_back({name, {}});
+        rr.value_guarded.push_back(graph.values[plan.region.inputs[i]].name + " = " +
+                                   sym_shape_str(elems, syms));
+      }
       rr.compiled = plan.fn != nullptr;
       rr.why_interpreted = plan.why_interpreted;
       rr.compiles = plan.compiles;

@@ -135,7 +135,13 @@ void ShapeTracker::see(ValueId v, const Tensor& t) {
   if (v < 0 || static_cast<size_t>(v) >= seen_.size() || !t.defined()) return;
   std::vector<Seen>& s = seen_[v];
   if (!s.empty() && s.back().run == runs_) return;  // a value has one shape per run
-  s.push_back({runs_, t.shape()});
+  std::optional<Ints> ints;
+  if ((t.dtype() == DType::i64 || t.dtype() == DType::i32) && t.numel() <= kMaxKeptElements) {
+    ints.emplace();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      ints->push_back(t.dtype() == DType::i64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i]);
+  }
+  s.push_back({runs_, t.shape(), std::move(ints)});
 }
 
 namespace {
@@ -251,9 +257,55 @@ void ShapeTracker::derive_by_rules(SymbolicDims& sd) const {
   sd.symbols = std::move(kept);
 }
 
+// Each element of a small integer value made in every run: a constant, a form some dim takes (a
+// symbol, or a rule's form such as (w+1)/2) in every run, or an affine function of a symbol.
+void ShapeTracker::derive_elements(SymbolicDims& sd) const {
+  sd.elements.assign(seen_.size(), std::nullopt);
+  const auto at_run = [&](const SymDim& d, size_t run) {
+    const int64_t x[] = {sd.symbols[static_cast<size_t>(d.sym)].seen[run]};
+    return SymDim{0, d.scale, d.offset, d.div}.value(x);
+  };
+  std::vector<SymDim> forms;  // every symbolic dim of the values, once
+  for (const std::optional<SymShape>& s : sd.values)
+    if (s)
+      for (const SymDim& d : *s)
+        if (d.symbolic() && std::find(forms.begin(), forms.end(), d) == forms.end())
+          forms.push_back(d);
+  std::stable_partition(forms.begin(), forms.end(), [](const SymDim& d) {  // symbols first
+    return d.scale == 1 && d.offset == 0 && d.div == 1;
+  });
+  for (size_t v = 0; v < seen_.size(); ++v) {
+    const std::vector<Seen>& s = seen_[v];
+    if (s.size() != static_cast<size_t>(runs_) || !s[0].ints) continue;
+    const size_t n = s[0].ints->size();
+    if (std::any_of(s.begin(), s.end(),
+                    [&](const Seen& x) { return !x.ints || x.ints->size() != n; }))
+      continue;
+    SymShape elems;
+    for (size_t j = 0; j < n; ++j) {
+      Ints seq;
+      for (const Seen& x : s) seq.push_back((*x.ints)[j]);
+      std::optional<SymDim> e;
+      if (std::all_of(seq.begin(), seq.end(), [&](int64_t x) { return x == seq[0]; }))
+        e = SymDim::constant(seq[0]);
+      for (size_t f = 0; f < forms.size() && !e; ++f) {
+        bool all = true;
+        for (size_t r = 0; r < seq.size() && all; ++r) all = at_run(forms[f], r) == seq[r];
+        if (all) e = forms[f];
+      }
+      for (size_t k = 0; k < sd.symbols.size() && !e; ++k)
+        e = affine_fit(sd.symbols[k].seen, seq, static_cast<int32_t>(k));
+      if (!e) break;
+      elems.push_back(*e);
+    }
+    if (elems.size() == n) sd.elements[v] = std::move(elems);
+  }
+}
+
 ShapeTracker::SymbolicDims ShapeTracker::symbolic_dims() const {
   SymbolicDims out;
   out.values.resize(seen_.size());
+  out.elements.resize(seen_.size());
   if (runs_ == 0) return out;
   for (size_t v = 0; v < seen_.size(); ++v) {
     const std::vector<Seen>& s = seen_[v];
@@ -286,6 +338,7 @@ ShapeTracker::SymbolicDims ShapeTracker::symbolic_dims() const {
     out.values[v] = std::move(shape);
   }
   derive_by_rules(out);
+  derive_elements(out);
   // Unnamed symbols, and names two symbols share: "s<k>" (or "<name>#<k>").
   for (size_t k = 0; k < out.symbols.size(); ++k) {
     Symbol& sym = out.symbols[k];

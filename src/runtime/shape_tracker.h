@@ -26,6 +26,9 @@
 // symbol seen at three or more distinct values (so that two runs alone never relate two
 // unrelated dims), or a form an op's shape rule gives (a strided Conv's "(w+1)/2", see
 // derive_by_rules). A value whose rank changed, or not made in every run, has no symbolic shape.
+// The elements of small integer values get the same treatment (SymbolicDims::elements), so that
+// a dynamic region whose Reshape reads a computed shape vector can guard it as forms of its
+// symbols instead of staying interpreted.
 //
 // Not thread-safe: observe one run at a time.
 #pragma once
@@ -83,6 +86,11 @@ class ShapeTracker final : public OpObserver {
   struct SymbolicDims {
     std::vector<Symbol> symbols;
     std::vector<std::optional<SymShape>> values;  // per value id
+    // Per value id: the elements of a small integer value (a shape vector such as Shape(x) ->
+    // Gather -> Concat makes) as forms of the symbols, when every warm-up run made it with the
+    // same number of elements and each element was constant, a symbol, a dim's form or an affine
+    // function of a symbol in every run (observed, as dims are: a guard must check it).
+    std::vector<std::optional<SymShape>> elements;
   };
   SymbolicDims symbolic_dims() const;
 
@@ -101,6 +109,8 @@ class ShapeTracker final : public OpObserver {
   struct Seen {
     int run;
     Shape shape;
+    // The elements of a small integer value (i32, i64; at most kMaxKeptElements), else nullopt.
+    std::optional<Ints> ints;
   };
   struct State {
     std::vector<OpRecord> ops;            // per node
@@ -115,6 +125,7 @@ class ShapeTracker final : public OpObserver {
 
  private:
   void derive_by_rules(SymbolicDims& sd) const;
+  void derive_elements(SymbolicDims& sd) const;
   void check(int32_t node) const;
   const OpRecord& op(int32_t node) const {
     check(node);

@@ -51,7 +51,10 @@ ValueGuards value_guards(const Graph& g, const Region& r, const std::vector<Shap
     const Node& n = g.nodes[i];
     const std::vector<bool> read = shape_value_inputs(g, n, shapes, values);
     for (size_t k = 0; k < read.size(); ++k)
-      if (read[k] && n.inputs[k] != kNoValue) todo.push_back(n.inputs[k]);
+      if (read[k] && n.inputs[k] != kNoValue) {
+        todo.push_back(n.inputs[k]);
+        result.reads.emplace_back(i, k);
+      }
   }
   std::vector<bool> seen(g.values.size(), false);
   while (!todo.empty()) {

@@ -32,6 +32,8 @@ struct ValueGuards {
   // Non-empty when the region's shapes depend on values that cannot be guarded (not recorded, or
   // too large to compare on every call): then the region must not be compiled.
   std::string why_not;
+  // Every (node index, input slot) of the region whose value a shape rule reads.
+  std::vector<std::pair<int32_t, size_t>> reads;
 };
 
 // `shapes` per value id (as planned), `values` per value id (the recorded small values; undefined

@@ -206,8 +206,11 @@ std::string save_warmup_record(const Graph& g, const ShapeTracker& tracker,
     Json x;
     x["name"] = value_names[v];
     Json seen = Json::array();
-    for (const ShapeTracker::Seen& s : st.seen[v])
-      seen.push_back(Json::array({s.run, shape_json(s.shape)}));
+    for (const ShapeTracker::Seen& s : st.seen[v]) {
+      Json one = Json::array({s.run, shape_json(s.shape)});
+      if (s.ints) one.push_back(Json(*s.ints));
+      seen.push_back(std::move(one));
+    }
     x["seen"] = std::move(seen);
     if (const Tensor& t = st.values[v]; t.defined())
       x["kept"] = Json::array(
@@ -284,8 +287,15 @@ bool load_warmup_record(const Graph& g, std::string_view text, ShapeTracker& tra
       const auto it = value_of.find(name);
       SG_CHECK(it != value_of.end()) << "value '" << name << "' is not in the graph";
       const size_t v = it->second;
-      for (const Json& s : x.at("seen"))
-        st.seen[v].push_back({s.at(0).get<int>(), shape_of(s.at(1))});
+      for (const Json& s : x.at("seen")) {
+        std::optional<Ints> ints;
+        if (s.size() > 2) {
+          ints = s.at(2).get<Ints>();
+          SG_CHECK(static_cast<int64_t>(ints->size()) <= ShapeTracker::kMaxKeptElements)
+              << "value '" << name << "': a recorded value of " << ints->size() << " elements";
+        }
+        st.seen[v].push_back({s.at(0).get<int>(), shape_of(s.at(1)), std::move(ints)});
+      }
       if (x.contains("kept")) {
         const Json& k = x.at("kept");
         const DType dt = dtype_from_onnx_code(k.at(0).get<int64_t>());

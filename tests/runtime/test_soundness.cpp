@@ -188,6 +188,86 @@ TEST_CASE("Soundness: a Reshape whose shape is a graph input is guarded by value
   }
 }
 
+namespace {
+// The dynamic region of `rep` whose ops include a Reshape.
+const RegionReport* reshape_region(const Report& rep) {
+  for (const OpReport& o : rep.ops)
+    if (o.op == OpKind::Reshape && o.region >= 0)
+      return &rep.regions.at(static_cast<size_t>(o.region));
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("Soundness: a dynamic Reshape to Shape(x)'s batch and a constant, guarded as forms") {
+  // x.view(x.size(0), -1) as exporters write it: Shape -> Gather -> Unsqueeze -> Concat. The shape
+  // ops keep their shapes (stable) while their values follow the batch; the Reshape and its
+  // neighbours form a dynamic region that reads the Concat's value as a region input.
+  for (const int64_t tail : {12, -1}) {
+    CAPTURE(tail);
+    GraphBuilder b("flatten_by_shape");
+    const ValueId x = b.input("x", DType::f32, {Dim("n"), 4, 3});
+    const ValueId n = b.unsqueeze(
+        b.gather(b.shape(x), b.constant("zero", Tensor::scalar<int64_t>(0))), b.ints({0}));
+    const ValueId spec = b.concat(n, b.ints({tail}), Attributes{{"axis", int64_t{0}}});
+    b.output(b.relu(b.reshape(b.mul(x, b.scalar(2.0f)), spec)), "y");
+    const Graph g = b.build();
+    Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+    Session ref(g, SessionOptions{.interpret_only = true});
+    for (int64_t batch : {2, 3, 5, 1, 7, 2, 16}) {
+      CAPTURE(batch);
+      const std::vector<Tensor> in = {random_f32({batch, 4, 3}, static_cast<uint32_t>(batch))};
+      const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+      check_tensors_close(got[0], want[0]);
+    }
+    const Report rep = s.report();
+    const RegionReport* r = reshape_region(rep);
+    REQUIRE(r != nullptr);
+    CHECK(r->dynamic);
+    CHECK_MESSAGE(r->compiled, r->why_interpreted);
+    CHECK(r->kernel_calls == 4);
+    CHECK(r->guard_misses == 0);
+    REQUIRE(r->value_guarded.size() == 1);
+    CHECK(contains(r->value_guarded[0], tail == 12 ? "= [n,12]" : "= [n,-1]"));
+    CHECK(contains(rep.to_text(), "guarded by value: "));
+  }
+}
+
+TEST_CASE("Soundness: a dynamic Reshape's shape operand that stops following the batch misses") {
+  // The shape is a graph input, [n, 12] through the warm-up: the kernel is planned for output
+  // [n, 12]. A call with another valid shape must not run it (it would return [n, 12]).
+  GraphBuilder b("reshape_by_input");
+  const ValueId x = b.input("x", DType::f32, {Dim("n"), 12});
+  const ValueId shape = b.input("shape", DType::i64, {2});
+  b.output(b.relu(b.reshape(b.add(x, b.scalar(1.0f)), shape)), "y");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+  Session ref(g, SessionOptions{.interpret_only = true});
+  const auto call = [&](int64_t n, const Ints& sh) {
+    CAPTURE(n);
+    CAPTURE(shape_str(sh));
+    const std::vector<Tensor> in = {random_f32({n, 12}, static_cast<uint32_t>(n)), ints(sh)};
+    const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+    REQUIRE(got[0].shape() == want[0].shape());
+    check_tensors_close(got[0], want[0]);
+  };
+  for (int64_t n : {1, 2, 3}) call(n, {n, 12});  // the warm-up
+  REQUIRE(s.planned());
+  const Report planned = s.report();
+  const RegionReport* r = reshape_region(planned);
+  REQUIRE(r != nullptr);
+  CHECK_MESSAGE(r->compiled, r->why_interpreted);
+  call(4, {4, 12});  // a kernel call
+  call(4, {8, 6});   // the same element count, another shape: a miss
+  call(4, {4, -1});  // the same output, but not the planned element: a miss
+  call(6, {6, 12});  // a kernel call
+  call(1, {1, 12});  // a kernel call
+  const Report served = s.report();
+  const RegionReport* after = reshape_region(served);
+  REQUIRE(after != nullptr);
+  CHECK(after->kernel_calls == 3);
+  CHECK(after->guard_misses == 2);
+}
+
 TEST_CASE("Soundness: a rejected call during warm-up is not a warm-up run") {
   GraphBuilder b("mlp");
   const ValueId x = b.input("x", DType::f32, {Dim("batch"), 4});

@@ -123,6 +123,50 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("Warm-up record: a dynamic Reshape's shape operand is recorded as forms of the batch") {
+  // x.view(x.size(0), -1) through Shape -> Gather -> Unsqueeze -> Concat: the loaded Session's
+  // plan needs the operand's elements from every warm-up run to guard them as [batch, -1].
+  const auto graph = [] {
+    GraphBuilder b("flatten_by_shape");
+    const ValueId x = b.input("x", DType::f32, {Dim("batch"), 4, 3});
+    const ValueId n = b.unsqueeze(
+        b.gather(b.shape(x), b.constant("zero", Tensor::scalar<int64_t>(0))), b.ints({0}));
+    const ValueId spec = b.concat(n, b.ints({-1}), Attributes{{"axis", int64_t{0}}});
+    b.output(b.relu(b.reshape(b.mul(x, b.scalar(2.0f)), spec)), "y");
+    return b.build();
+  };
+  Session first(graph(), SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+  for (int64_t batch : {2, 3, 5}) first.run({random_f32({batch, 4, 3}, 10)});
+  REQUIRE(first.planned());
+  const std::string record =
+      first.warmup_record(node_names(first.graph()), value_names(first.graph()));
+  const auto reshape_region = [](const Report& rep) -> const RegionReport* {
+    for (const OpReport& o : rep.ops)
+      if (o.op == OpKind::Reshape && o.region >= 0)
+        return &rep.regions.at(static_cast<size_t>(o.region));
+    return nullptr;
+  };
+  Session s(with_record(graph(), record), SessionOptions{.min_region_ops = 1});
+  REQUIRE(s.planned());
+  const Report planned = s.report();
+  const RegionReport* r = reshape_region(planned);
+  REQUIRE(r != nullptr);
+  CHECK(r->dynamic);
+  CHECK_MESSAGE(r->compiled, r->why_interpreted);
+  REQUIRE(r->value_guarded.size() == 1);
+  CHECK(contains(r->value_guarded[0], "= [batch,-1]"));
+  Session ref(graph(), SessionOptions{.interpret_only = true});
+  for (int64_t batch : {4, 1, 9}) {
+    const Tensor x = random_f32({batch, 4, 3}, static_cast<uint32_t>(batch));
+    check_tensors_close(s.run({x})[0], ref.run({x})[0]);
+  }
+  const Report served = s.report();
+  const RegionReport* after = reshape_region(served);
+  REQUIRE(after != nullptr);
+  CHECK(after->kernel_calls == 3);
+  CHECK(after->guard_misses == 0);
+}
+
 TEST_CASE("Warm-up record: names given at saving are those a graph must have to load it") {
   Session a(split_mlp(), SessionOptions{.warmup_runs = 2});
   for (int i = 0; i < 2; ++i) a.run({random_f32({3, 4}, 5)});
