@@ -48,6 +48,8 @@ class ServeGen {
       sym[0] = kSizes[uniform(1, 5)];
       for (int k = 1; k < kScenarios; ++k)
         for (sym[k] = sym[0]; sym[k] == sym[0];) sym[k] = kSizes[uniform(0, 5)];
+      // Often the largest size last: beyond what a warm-up at 0, 1 and 2 saw.
+      if (sym[0] != kSizes[5] && chance(0.5)) sym[kScenarios - 1] = kSizes[5];
     }
     const int rank = uniform(1, 4);
     std::vector<int> sym_of(rank, -1);  // per base dim: its symbol, or -1 (static)
@@ -561,9 +563,17 @@ class ServeGen {
     if (chance(0.3)) {  // i64 arithmetic on the dims
       const int64_t c = uniform(1, 2);
       const bool add = chance(0.5);
-      p = add ? b_.add(p, b_.scalar<int64_t>(c - 1)) : b_.min(p, b_.scalar<int64_t>(c + 1));
+      // Min by c + 1, or by the largest dim of scenarios 0-2: the identity over a warm-up at
+      // those, so that the dims seem to be the symbols themselves, but maybe not at scenario 3.
+      int64_t bound = c + 1;
+      if (!add && chance(0.5)) {
+        bound = 1;
+        for (int k = 0; k + 1 < kScenarios; ++k)
+          for (int64_t d : part[k]) bound = std::max(bound, d);
+      }
+      p = add ? b_.add(p, b_.scalar<int64_t>(c - 1)) : b_.min(p, b_.scalar<int64_t>(bound));
       for (auto& pk : part)
-        for (int64_t& d : pk) d = add ? d + c - 1 : std::min(d, c + 1);
+        for (int64_t& d : pk) d = add ? d + c - 1 : std::min(d, bound);
     }
     // Constant dims before and after, up to rank 4.
     Ints before, after;
