@@ -11,16 +11,19 @@ llvm::Value* generate_expand(Emitter& e, const Node& n, const Index& idx) {
                    e.broadcast_index(n, idx, e.dims(n.outputs[0]), e.dims(n.inputs[0])));
 }
 
-// The input broadcasts to the output, and every symbolic output dim is the input's (a dim made
-// from the shape operand's values is static: a shape computed in the region makes the planner
-// guard its values, which a dynamic region does not compile).
+// The input broadcasts to the output: every symbolic output dim is the input's, or made from the
+// shape operand where the input's dim is 1 (or absent). Such a dim comes from a shape operand
+// whose elements follow the symbols (Shape(x) -> ... -> Expand): the planner then guards those
+// elements as forms of the symbols and checks that the planned output is what the rule makes of
+// them (a constant operand makes no symbolic dim where the input's is 1).
 std::string why_not_dynamic_expand(const Graph&, const Node&,
                                    const std::vector<const SymShape*>& in, const SymShape& out) {
   if (in.empty() || !in[0]) return "no input";
   if (std::string why = sym_broadcasts(*in[0], out); !why.empty()) return why;
   const size_t lead = out.size() - in[0]->size();
   for (size_t d = 0; d < out.size(); ++d)
-    if (out[d].symbolic() && (d < lead || !((*in[0])[d - lead] == out[d])))
+    if (out[d].symbolic() && d >= lead && !((*in[0])[d - lead] == out[d]) &&
+        !(*in[0])[d - lead].is_one())
       return "output dim " + std::to_string(d) + " is not its input's";
   return "";
 }

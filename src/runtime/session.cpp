@@ -494,14 +494,15 @@ struct Session::Impl {
 
   // symbolic_value_guards' planned output of Reshape node n for shape operand elements `e` (over
   // p's symbols): "" when p.planned_sym has exactly that, else why not.
+  static const SymShape* planned(const RegionPlan& p, ValueId v) {
+    for (const auto& [w, s] : p.planned_sym)
+      if (w == v) return &s;
+    return nullptr;
+  }
+
   std::string reshape_matches(const RegionPlan& p, const Node& n, const SymShape& e) const {
-    const auto planned = [&](ValueId v) -> const SymShape* {
-      for (const auto& [w, s] : p.planned_sym)
-        if (w == v) return &s;
-      return nullptr;
-    };
-    const SymShape* in = planned(n.inputs[0]);
-    const SymShape* out = planned(n.outputs[0]);
+    const SymShape* in = planned(p, n.inputs[0]);
+    const SymShape* out = planned(p, n.outputs[0]);
     if (!in || !out || out->size() != e.size()) return "its output's rank";
     if (n.attrs.get_int("allowzero", 0) != 0) return "allowzero";
     int inferred = 0;
@@ -519,15 +520,43 @@ struct Session::Impl {
     return inferred <= 1 ? "" : "two inferred dims";
   }
 
+  // symbolic_value_guards' planned output of Expand node n for shape operand elements `e` (over
+  // p's symbols): "" when p.planned_sym has exactly what broadcasting the input to them makes,
+  // for every value of the symbols the guard lets through (each symbolic element at least 1).
+  std::string expand_matches(const RegionPlan& p, const Node& n, const SymShape& e) const {
+    const SymShape* in = planned(p, n.inputs[0]);
+    const SymShape* out = planned(p, n.outputs[0]);
+    if (!in || !out || out->size() != std::max(in->size(), e.size())) return "its output's rank";
+    const size_t r = out->size();
+    for (size_t d = 0; d < r; ++d) {
+      const SymDim one = SymDim::constant(1);
+      const SymDim& x = d + in->size() >= r ? (*in)[d + in->size() - r] : one;
+      const SymDim& t = d + e.size() >= r ? e[d + e.size() - r] : one;
+      const SymDim& o = (*out)[d];
+      if (t.is_one()) {
+        if (!(o == x)) return "a dim not the input's";
+      } else if (t.symbolic() || t.offset > 1) {
+        // (x of 1 broadcasts to t; x of t's form stays t; another x might be neither at run time)
+        if (!(o == t) || !(x.is_one() || x == t))
+          return "a dim neither the input's nor the operand's";
+      } else {
+        return "an operand element below 1";
+      }
+    }
+    return "";
+  }
+
   // Fills p.value_sym_guards for vg's guards when every value the region's shape rules read is
-  // the shape operand of a Reshape, a region input with symbolic elements (ShapeTracker::
-  // SymbolicDims::elements); else returns false and why not (text to append, maybe empty).
+  // the shape operand of a Reshape or an Expand, a region input with symbolic elements
+  // (ShapeTracker::SymbolicDims::elements); else returns false and why not (text to append, maybe
+  // empty).
   bool symbolic_value_guards(const Region& r, const ValueGuards& vg,
                              const std::vector<int32_t>& local, RegionPlan& p,
                              std::string& why) const {
     for (const auto& [node, k] : vg.reads) {
       const Node& n = graph.nodes[node];
-      if (n.op != OpKind::Reshape || k != 1 ||
+      if (graph.values[n.inputs[k]].initializer.defined()) continue;  // (in the code)
+      if ((n.op != OpKind::Reshape && n.op != OpKind::Expand) || k != 1 ||
           std::find(r.inputs.begin(), r.inputs.end(), n.inputs[k]) == r.inputs.end())
         return false;
     }
@@ -550,8 +579,12 @@ struct Session::Impl {
       }
       for (const auto& [node, slot] : vg.reads)
         if (graph.nodes[node].inputs[slot] == v)
-          if (std::string no = reshape_matches(p, graph.nodes[node], e); !no.empty()) {
-            why = " (Reshape '" + graph.nodes[node].name + "': " + no + ")";
+          if (std::string no = graph.nodes[node].op == OpKind::Reshape
+                                   ? reshape_matches(p, graph.nodes[node], e)
+                                   : expand_matches(p, graph.nodes[node], e);
+              !no.empty()) {
+            why = " (" + std::string(op_name(graph.nodes[node].op)) + " '" +
+                  graph.nodes[node].name + "': " + no + ")";
             return false;
           }
       guards.emplace_back(i, std::move(e));

@@ -232,40 +232,103 @@ TEST_CASE("Soundness: a dynamic Reshape to Shape(x)'s batch and a constant, guar
   }
 }
 
-TEST_CASE("Soundness: a dynamic Reshape's shape operand that stops following the batch misses") {
-  // The shape is a graph input, [n, 12] through the warm-up: the kernel is planned for output
-  // [n, 12]. A call with another valid shape must not run it (it would return [n, 12]).
-  GraphBuilder b("reshape_by_input");
-  const ValueId x = b.input("x", DType::f32, {Dim("n"), 12});
-  const ValueId shape = b.input("shape", DType::i64, {2});
-  b.output(b.relu(b.reshape(b.add(x, b.scalar(1.0f)), shape)), "y");
+TEST_CASE("Soundness: a dynamic Expand to a shape made from Shape(x), guarded as forms") {
+  // A mask-like operand [1, 4] expanded to x's [n, 4] by Shape(x) -> Gather -> Unsqueeze ->
+  // Concat, and x [n, 1, 4] itself expanded to [n, 3, 4]: one output dim the operand's symbol
+  // where the input's is 1, one where the input's is the same symbol.
+  GraphBuilder b("expand_by_shape");
+  const ValueId x = b.input("x", DType::f32, {Dim("n"), 1, 4});
+  const ValueId m = b.input("m", DType::f32, {1, 4});
+  const ValueId zero = b.constant("zero", Tensor::scalar<int64_t>(0));
+  const ValueId n = b.unsqueeze(b.gather(b.shape(x), zero), b.ints({0}));
+  const ValueId to_x = b.concat(n, b.ints({4}), Attributes{{"axis", int64_t{0}}});
+  const ValueId to_3 = b.concat(n, b.ints({3, 4}), Attributes{{"axis", int64_t{0}}});
+  const ValueId masked = b.expand(b.mul(m, b.scalar(2.0f)), to_x);  // [n, 4]
+  const ValueId wide = b.expand(b.relu(x), to_3);                   // [n, 3, 4]
+  b.output(b.add(wide, b.unsqueeze(masked, b.ints({1}))), "y");
   const Graph g = b.build();
   Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
   Session ref(g, SessionOptions{.interpret_only = true});
-  const auto call = [&](int64_t n, const Ints& sh) {
-    CAPTURE(n);
-    CAPTURE(shape_str(sh));
-    const std::vector<Tensor> in = {random_f32({n, 12}, static_cast<uint32_t>(n)), ints(sh)};
+  const Tensor mask = random_f32({1, 4}, 3);
+  for (int64_t batch : {2, 3, 5, 1, 7, 2}) {
+    CAPTURE(batch);
+    const std::vector<Tensor> in = {random_f32({batch, 1, 4}, static_cast<uint32_t>(batch)), mask};
     const std::vector<Tensor> got = s.run(in), want = ref.run(in);
     REQUIRE(got[0].shape() == want[0].shape());
     check_tensors_close(got[0], want[0]);
-  };
-  for (int64_t n : {1, 2, 3}) call(n, {n, 12});  // the warm-up
-  REQUIRE(s.planned());
-  const Report planned = s.report();
-  const RegionReport* r = reshape_region(planned);
-  REQUIRE(r != nullptr);
-  CHECK_MESSAGE(r->compiled, r->why_interpreted);
-  call(4, {4, 12});  // a kernel call
-  call(4, {8, 6});   // the same element count, another shape: a miss
-  call(4, {4, -1});  // the same output, but not the planned element: a miss
-  call(6, {6, 12});  // a kernel call
-  call(1, {1, 12});  // a kernel call
-  const Report served = s.report();
-  const RegionReport* after = reshape_region(served);
-  REQUIRE(after != nullptr);
-  CHECK(after->kernel_calls == 3);
-  CHECK(after->guard_misses == 2);
+  }
+  const Report rep = s.report();
+  int64_t calls = 0, guarded = 0;
+  for (const RegionReport& r : rep.regions) {
+    if (!r.dynamic) continue;
+    CHECK_MESSAGE(r.compiled, r.why_interpreted);
+    calls += r.kernel_calls;
+    guarded += static_cast<int64_t>(r.value_guarded.size());
+  }
+  CHECK(calls >= 3);
+  CHECK(guarded == 2);
+  CHECK(rep.guard_misses == 0);
+}
+
+TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops following misses") {
+  // The shape is a graph input, [n, 12] through the warm-up: the kernel is planned for an output
+  // [n, 12]. A call with another valid shape must not run it (it would return [n, 12]).
+  for (const OpKind op : {OpKind::Reshape, OpKind::Expand}) {
+    CAPTURE(op_name(op));
+    GraphBuilder b("shape_by_input");
+    const ValueId x = b.input("x", DType::f32, {Dim("n"), 12});
+    const ValueId shape = b.input("shape", DType::i64, {2});
+    const ValueId m = b.constant("m", random_f32({1, 12}, 4));
+    if (op == OpKind::Reshape) {
+      b.output(b.relu(b.reshape(b.add(x, b.scalar(1.0f)), shape)), "y");
+    } else {  // ([1, 12] and [n, 12] broadcast to [n, 12] in the sum; the Expand is an output)
+      const ValueId e = b.expand(b.relu(m), shape);
+      b.output(b.add(x, e), "y");
+      b.output(e, "e");
+    }
+    const Graph g = b.build();
+    Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+    Session ref(g, SessionOptions{.interpret_only = true});
+    const auto call = [&](int64_t n, const Ints& sh) {
+      CAPTURE(n);
+      CAPTURE(shape_str(sh));
+      const std::vector<Tensor> in = {random_f32({n, 12}, static_cast<uint32_t>(n)), ints(sh)};
+      const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+      REQUIRE(got.size() == want.size());
+      for (size_t o = 0; o < got.size(); ++o) {
+        REQUIRE(got[o].shape() == want[o].shape());
+        check_tensors_close(got[o], want[o]);
+      }
+    };
+    for (int64_t n : {1, 2, 3}) call(n, {n, 12});  // the warm-up
+    REQUIRE(s.planned());
+    int64_t calls = 0, misses = 0;
+    const auto count = [&] {
+      calls = misses = 0;
+      const Report rep = s.report();
+      for (const RegionReport& r : rep.regions) {
+        if (!r.dynamic) continue;
+        CHECK_MESSAGE(r.compiled, r.why_interpreted);
+        CHECK(r.value_guarded.size() == 1);
+        calls += r.kernel_calls;
+        misses += r.guard_misses;
+      }
+    };
+    count();
+    call(4, {4, 12});  // a kernel call
+    if (op == OpKind::Reshape) {
+      call(4, {8, 6});   // the same element count, another shape: a miss
+      call(4, {4, -1});  // the same output, but not the planned element: a miss
+    } else {
+      call(4, {1, 12});  // the input's shape, not the batch: a miss
+      call(4, {1, 1});   // a miss
+    }
+    call(6, {6, 12});  // a kernel call
+    call(1, {1, 12});  // a kernel call
+    count();
+    CHECK(calls == 3);
+    CHECK(misses == 2);
+  }
 }
 
 TEST_CASE("Soundness: a rejected call during warm-up is not a warm-up run") {
