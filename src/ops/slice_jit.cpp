@@ -1,6 +1,13 @@
 // Slice's lowering: output index i on each axis reads input index start + i * step (starts,
 // ends, axes and steps must be constants; the start clamped as the reference kernel clamps it).
 // Along a symbolic dim only ranges that hold for every size the guard takes (see SymSliceAxis).
+//
+// Computed ends (x[:, :n] with n from Shape(y), as exporters write a position table's or a mask's
+// slice): with constant starts >= 0, axes and steps of 1, the elements read are start + i on each
+// sliced axis whatever the ends, and the output's dims come from the plan. The planner vouches for
+// them: a static region's guard checks the ends' values, a dynamic region's their forms in the
+// symbols, with the planned output checked against them (runtime/session.cpp).
+#include <numeric>
 #include <optional>
 
 #include "ops/lowering.h"
@@ -10,11 +17,55 @@
 namespace sgraph::ops {
 namespace {
 
+// The first element read on each axis of a Slice with computed ends, and which axes it slices.
+struct ComputedEnds {
+  Ints start;
+  std::vector<bool> sliced;
+};
+
+// nullopt with `why` empty: the ends are constants (or absent); with `why`: not such a Slice.
+std::optional<ComputedEnds> computed_ends(const Graph& g, const Node& n, size_t rank,
+                                          std::string& why) {
+  if (!has_input(n, 1) || !has_input(n, 2) || is_constant(g, n, 2)) return std::nullopt;
+  const char* names[] = {"starts", "ends", "axes", "steps"};
+  for (size_t i : {1, 3, 4})
+    if (std::string s = need_constant(g, n, i, names[i - 1]); !s.empty()) {
+      why = s;
+      return std::nullopt;
+    }
+  const Ints starts = constant_input(g, n, 1)->to_int64();
+  Ints axes(starts.size()), steps(starts.size(), 1);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (has_input(n, 3)) axes = constant_input(g, n, 3)->to_int64();
+  if (has_input(n, 4)) steps = constant_input(g, n, 4)->to_int64();
+  if (axes.size() != starts.size() || steps.size() != starts.size()) {
+    why = "as many axes and steps as starts";
+    return std::nullopt;
+  }
+  ComputedEnds c{Ints(rank, 0), std::vector<bool>(rank, false)};
+  const auto r = static_cast<int64_t>(rank);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+    if (a < 0 || a >= r || c.sliced[static_cast<size_t>(a)] || steps[i] != 1 || starts[i] < 0) {
+      why = "computed ends with a start below 0, a step other than 1 or a repeated axis";
+      return std::nullopt;
+    }
+    c.start[static_cast<size_t>(a)] = starts[i];
+    c.sliced[static_cast<size_t>(a)] = true;
+  }
+  return c;
+}
+
 std::string why_not_slice(const Graph& g, const Node& n) {
+  if (!has_input(n, 1) && !n.attrs.has("starts")) return "no starts";
+  std::string why;
+  // (An input of undeclared rank: any axis up to 64 here; the lowering checks the planned rank.)
+  const auto& declared = g.values[n.inputs[0]].shape;
+  if (computed_ends(g, n, declared ? declared->size() : 64, why)) return "";
+  if (!why.empty()) return why;
   const char* names[] = {"starts", "ends", "axes", "steps"};
   for (size_t i = 1; i <= 4; ++i)
     if (std::string s = need_constant(g, n, i, names[i - 1]); !s.empty()) return s;
-  if (!has_input(n, 1) && !n.attrs.has("starts")) return "no starts";
   return "";
 }
 
@@ -87,6 +138,25 @@ std::optional<std::vector<SymSliceAxis>> sym_slice(const Node& n, const Graph& g
 
 llvm::Value* generate_slice(Emitter& e, const Node& n, const Index& idx) {
   const ValueId x = n.inputs[0];
+  {
+    const SymShape in = e.dims(x), out = e.dims(n.outputs[0]);
+    std::string why;
+    if (const std::optional<ComputedEnds> c = computed_ends(e.graph, n, in.size(), why)) {
+      SG_CHECK(in.size() == out.size()) << node_str(n) << ": output rank is not its input's";
+      Index in_idx(in.size());
+      for (size_t d = 0; d < in.size(); ++d) {
+        SG_CHECK(c->sliced[d] || out[d] == in[d])
+            << node_str(n) << ": output dim " << d << " is not its input's";
+        const int64_t st = c->start[d];
+        SG_CHECK(in[d].symbolic() || out[d].symbolic() || out[d].offset == 0 ||
+                 st + out[d].offset <= in[d].offset)
+            << node_str(n) << ": output dim " << d << " does not fit its input from " << st;
+        in_idx[d] = st == 0 ? idx[d] : e.b.CreateAdd(idx[d], e.i64(st), "", true, true);
+      }
+      return e.element(x, in_idx);
+    }
+    SG_CHECK(why.empty()) << node_str(n) << ": " << why;
+  }
   if (e.dynamic()) {
     const SymShape in = e.dims(x), out = e.dims(n.outputs[0]);
     std::string why;
@@ -146,6 +216,14 @@ std::string why_not_dynamic_slice(const Graph& g, const Node& n,
   if (in.empty() || !in[0]) return "no input";
   if (!why_not_slice(g, n).empty()) return why_not_slice(g, n);
   std::string why;
+  if (const std::optional<ComputedEnds> c = computed_ends(g, n, in[0]->size(), why)) {
+    if (out.size() != in[0]->size()) return "its output's rank is not its input's";
+    for (size_t d = 0; d < out.size(); ++d)
+      if (!c->sliced[d] && !(out[d] == in[0]->at(d)))
+        return "output dim " + std::to_string(d) + " is not its input's";
+    return "";  // (the sliced dims: the planner checks them against the ends' guarded forms)
+  }
+  if (!why.empty()) return why;
   const std::optional<std::vector<SymSliceAxis>> axes = sym_slice(n, g, *in[0], why);
   if (!axes) return why;
   if (out.size() != axes->size()) return "its output's rank is not its input's";
@@ -165,6 +243,7 @@ void dynamic_needs_slice(const Graph& g, const Node& n, const std::vector<const 
                          const SymShape&, std::vector<std::pair<SymDim, int64_t>>& least) {
   std::string why;
   if (in.empty() || !in[0]) return;
+  if (computed_ends(g, n, in[0]->size(), why) || !why.empty()) return;  // (the planner's)
   const std::optional<std::vector<SymSliceAxis>> axes = sym_slice(n, g, *in[0], why);
   if (!axes) return;
   for (size_t d = 0; d < axes->size(); ++d)

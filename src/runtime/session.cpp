@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <sstream>
 
@@ -546,21 +547,83 @@ struct Session::Impl {
     return "";
   }
 
+  // symbolic_value_guards' planned output of Slice node n for computed ends `e` (over p's
+  // symbols), its starts (>= 0), axes and steps (1) constants: "" when each sliced dim of
+  // p.planned_sym is e - start and the guard can make sure that start < e <= the input's dim (the
+  // planned dim's own check puts e - start at 1 or more; `require` gets what else it takes), else
+  // why not.
+  template <class Require>
+  std::string slice_matches(const RegionPlan& p, const Node& n, const SymShape& e,
+                            const Require& require) const {
+    const SymShape* in = planned(p, n.inputs[0]);
+    const SymShape* out = planned(p, n.outputs[0]);
+    if (!in || !out || in->size() != out->size()) return "its output's rank";
+    const auto constant = [&](size_t i) -> const Tensor* {
+      if (i >= n.inputs.size() || n.inputs[i] == kNoValue) return nullptr;
+      const Tensor& t = graph.values[n.inputs[i]].initializer;
+      return t.defined() ? &t : nullptr;
+    };
+    if (!constant(1)) return "its starts";
+    const Ints starts = constant(1)->to_int64();
+    Ints axes(starts.size()), steps(starts.size(), 1);
+    std::iota(axes.begin(), axes.end(), 0);
+    if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) {
+      if (!constant(3)) return "its axes";
+      axes = constant(3)->to_int64();
+    }
+    if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) {
+      if (!constant(4)) return "its steps";
+      steps = constant(4)->to_int64();
+    }
+    if (axes.size() != starts.size() || steps.size() != starts.size() || e.size() != starts.size())
+      return "as many ends, axes and steps as starts";
+    const auto r = static_cast<int64_t>(in->size());
+    std::vector<bool> sliced(in->size(), false);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+      if (a < 0 || a >= r || sliced[static_cast<size_t>(a)] || steps[i] != 1 || starts[i] < 0)
+        return "a start below 0, a step other than 1 or a repeated axis";
+      sliced[static_cast<size_t>(a)] = true;
+      const SymDim& dim = (*in)[static_cast<size_t>(a)];
+      const SymDim& o = (*out)[static_cast<size_t>(a)];
+      const SymDim& end = e[i];
+      if (!(o == end.plus(-starts[i]))) return "a sliced dim not its end less its start";
+      if (end == dim) continue;  // (to the input's end)
+      if (!end.symbolic()) {
+        if (end.offset < 1) return "an end below 1";
+        if (dim.symbolic())
+          require(dim, end.offset);  // dim >= end
+        else if (dim.offset < end.offset)
+          return "an end past its input";
+      } else if (!dim.symbolic() && end.div == 1 && end.scale > 0) {
+        require(SymDim{end.sym, -end.scale, dim.offset - end.offset, 1}, 0);  // dim - end >= 0
+      } else {
+        return "an end that may pass its input's dim";
+      }
+    }
+    for (size_t d = 0; d < in->size(); ++d)
+      if (!sliced[d] && !((*in)[d] == (*out)[d])) return "an unsliced dim not its input's";
+    return "";
+  }
+
   // Fills p.value_sym_guards for vg's guards when every value the region's shape rules read is
-  // the shape operand of a Reshape or an Expand, a region input with symbolic elements
-  // (ShapeTracker::SymbolicDims::elements); else returns false and why not (text to append, maybe
-  // empty).
+  // the shape operand of a Reshape or an Expand or a Slice's ends, a region input with symbolic
+  // elements (ShapeTracker::SymbolicDims::elements); else returns false and why not (text to
+  // append, maybe empty).
   bool symbolic_value_guards(const Region& r, const ValueGuards& vg,
                              const std::vector<int32_t>& local, RegionPlan& p,
                              std::string& why) const {
     for (const auto& [node, k] : vg.reads) {
       const Node& n = graph.nodes[node];
       if (graph.values[n.inputs[k]].initializer.defined()) continue;  // (in the code)
-      if ((n.op != OpKind::Reshape && n.op != OpKind::Expand) || k != 1 ||
+      const bool shape_operand = (n.op == OpKind::Reshape || n.op == OpKind::Expand) && k == 1;
+      if (!(shape_operand || (n.op == OpKind::Slice && k == 2)) ||
           std::find(r.inputs.begin(), r.inputs.end(), n.inputs[k]) == r.inputs.end())
         return false;
     }
     std::vector<std::pair<size_t, SymShape>> guards;
+    std::vector<std::pair<SymDim, int64_t>> needs;  // (for p.dim_checks)
+    const auto require = [&](const SymDim& d, int64_t least) { needs.emplace_back(d, least); };
     for (const auto& [i, values] : vg.guards) {
       const ValueId v = r.inputs[i];
       if (static_cast<size_t>(v) >= symbolic.elements.size() || !symbolic.elements[v]) {
@@ -581,7 +644,9 @@ struct Session::Impl {
         if (graph.nodes[node].inputs[slot] == v)
           if (std::string no = graph.nodes[node].op == OpKind::Reshape
                                    ? reshape_matches(p, graph.nodes[node], e)
-                                   : expand_matches(p, graph.nodes[node], e);
+                               : graph.nodes[node].op == OpKind::Expand
+                                   ? expand_matches(p, graph.nodes[node], e)
+                                   : slice_matches(p, graph.nodes[node], e, require);
               !no.empty()) {
             why = " (" + std::string(op_name(graph.nodes[node].op)) + " '" +
                   graph.nodes[node].name + "': " + no + ")";
@@ -590,6 +655,7 @@ struct Session::Impl {
       guards.emplace_back(i, std::move(e));
     }
     p.value_sym_guards = std::move(guards);
+    p.dim_checks.insert(p.dim_checks.end(), needs.begin(), needs.end());
     return true;
   }
 

@@ -614,6 +614,32 @@ class ServeGen {
         return made(b_.reshape(v.id, concat(before, tail)), out, v.bound);
       }
     }
+    if (use < 5) {  // Slice(v, 0s or 1s, [before, dims, after]) over v's last dims, clamped
+      const size_t len = target[0].size();
+      std::vector<Val> c;
+      for (const Val& v : vals_)
+        if (len > 0 && rank_of(v) >= len) c.push_back(v);
+      if (!c.empty()) {
+        const Val v = one_of(c);
+        const size_t first = rank_of(v) - len;
+        Ints axes, starts;
+        for (size_t j = 0; j < len; ++j) {
+          axes.push_back(static_cast<int64_t>(first + j));
+          starts.push_back(chance(0.3) ? 1 : 0);
+        }
+        Shapes out = v.shapes;
+        bool empty = false;  // (no empty outputs: later ops would divide by their sizes)
+        for (int k = 0; k < kScenarios; ++k)
+          for (size_t j = 0; j < len; ++j) {
+            const int64_t d = v.shapes[k][first + j];
+            out[k][first + j] = std::min(target[k][j], d) - std::min(starts[j], d);
+            empty |= out[k][first + j] < 1;
+          }
+        if (!empty)
+          return made(b_.slice(v.id, b_.ints(starts), concat(before, after), b_.ints(axes)), out,
+                      v.bound);
+      }
+    }
     if (max_numel(ts) > kMaxNumel) return unary(tame(pick()), rng_);
     const ValueId t = concat(before, after);
     if (use == 9) {  // a filled tensor of that shape, plus a value broadcasting to it

@@ -5,7 +5,7 @@
 // Slice's starts/ends/axes/steps, Gather's indices, Reshape's and Expand's shapes, reduction
 // axes), the graphs hold what a kernel specialised on one call's shapes must not get wrong:
 //   - shapes computed from values: Shape(u) -> Gather -> (i64 arithmetic) -> Concat with
-//     constants -> the shape operand of Expand, Reshape or ConstantOfShape;
+//     constants -> the shape operand of Expand, Reshape or ConstantOfShape, or a Slice's ends;
 //   - twin chains: one short chain of ops built twice from the same value, with the same shapes
 //     but other constants (pads, slice parameters, gather indices, reduction axes, constant
 //     tensors; a MatMul's B is a constant in one twin and may be a value computed per call in the

@@ -270,10 +270,47 @@ TEST_CASE("Soundness: a dynamic Expand to a shape made from Shape(x), guarded as
   CHECK(rep.guard_misses == 0);
 }
 
+TEST_CASE("Soundness: a dynamic Slice to computed ends: a position table cut to the length") {
+  // pos = P[:, :s] with s = Shape(x)[1], as exporters write a position table's slice; and a
+  // mask-like slice of a symbolic input, M[:, :s] of M [1, t] with t >= s.
+  GraphBuilder b("slice_by_shape");
+  const ValueId x = b.input("x", DType::f32, {1, Dim("s"), 8});
+  const ValueId table = b.constant("P", random_f32({1, 16, 8}, 2));
+  const ValueId one = b.constant("one", Tensor::scalar<int64_t>(1));
+  const ValueId len = b.unsqueeze(b.gather(b.shape(x), one), b.ints({0}));
+  const ValueId pos = b.slice(table, b.ints({0}), len, b.ints({1}));
+  b.output(b.relu(b.add(x, pos)), "y");
+  const Graph g = b.build();
+  Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+  Session ref(g, SessionOptions{.interpret_only = true});
+  for (int64_t n : {3, 5, 7, 2, 16, 9, 1}) {
+    CAPTURE(n);
+    const std::vector<Tensor> in = {random_f32({1, n, 8}, static_cast<uint32_t>(n))};
+    const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+    REQUIRE(got[0].shape() == want[0].shape());
+    check_tensors_close(got[0], want[0]);
+  }
+  // Longer than the table: the interpreter's broadcast error, not a read past the table.
+  const std::vector<Tensor> long_in = {random_f32({1, 20, 8}, 20)};
+  const std::string want_error = error_of([&] { ref.run(long_in); });
+  CHECK_FALSE(want_error.empty());
+  CHECK(error_of([&] { s.run(long_in); }) == want_error);
+  const Report rep = s.report();
+  int64_t calls = 0, guarded = 0;
+  for (const RegionReport& r : rep.regions) {
+    if (!r.dynamic) continue;
+    CHECK_MESSAGE(r.compiled, r.why_interpreted);
+    calls += r.kernel_calls;
+    guarded += static_cast<int64_t>(r.value_guarded.size());
+  }
+  CHECK(calls == 4);
+  CHECK(guarded == 1);
+}
+
 TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops following misses") {
   // The shape is a graph input, [n, 12] through the warm-up: the kernel is planned for an output
   // [n, 12]. A call with another valid shape must not run it (it would return [n, 12]).
-  for (const OpKind op : {OpKind::Reshape, OpKind::Expand}) {
+  for (const OpKind op : {OpKind::Reshape, OpKind::Expand, OpKind::Slice}) {
     CAPTURE(op_name(op));
     GraphBuilder b("shape_by_input");
     const ValueId x = b.input("x", DType::f32, {Dim("n"), 12});
@@ -281,6 +318,9 @@ TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops f
     const ValueId m = b.constant("m", random_f32({1, 12}, 4));
     if (op == OpKind::Reshape) {
       b.output(b.relu(b.reshape(b.add(x, b.scalar(1.0f)), shape)), "y");
+    } else if (op == OpKind::Slice) {  // rows [0, shape[0]) and columns [0, shape[1]) of T
+      const ValueId t = b.constant("T", random_f32({8, 12}, 5));
+      b.output(b.add(x, b.slice(t, b.ints({0, 0}), shape, b.ints({0, 1}))), "y");
     } else {  // ([1, 12] and [n, 12] broadcast to [n, 12] in the sum; the Expand is an output)
       const ValueId e = b.expand(b.relu(m), shape);
       b.output(b.add(x, e), "y");
@@ -319,6 +359,9 @@ TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops f
     if (op == OpKind::Reshape) {
       call(4, {8, 6});   // the same element count, another shape: a miss
       call(4, {4, -1});  // the same output, but not the planned element: a miss
+    } else if (op == OpKind::Slice) {
+      call(4, {1, 12});  // one row of T, broadcast: a miss
+      call(8, {9, 12});  // past T's 8 rows, clamped to them: the same output, but a miss
     } else {
       call(4, {1, 12});  // the input's shape, not the batch: a miss
       call(4, {1, 1});   // a miss
