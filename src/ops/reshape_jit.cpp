@@ -165,9 +165,10 @@ llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
   return e.element(in, grouped_index(e, *groups, out, ins, idx));
 }
 
-// The output's dims must group with the input's; the shape (or axes) operand must be a constant
-// (checked for the whole region by the planner: a shape that depends on values is not compiled
-// dynamic).
+// The output's dims must group with the input's. The shape (or axes) operand is a constant, or
+// a region input whose elements the planner guards as forms of the symbols, having checked that
+// the planned output is what Reshape makes of them (runtime/session.cpp); any other operand that
+// decides a shape keeps the region interpreted.
 std::string why_not_dynamic_view(const Graph&, const Node&, const std::vector<const SymShape*>& in,
                                  const SymShape& out) {
   if (in.empty() || !in[0]) return "no input";

@@ -15,6 +15,10 @@
 //   ValueGuards vg = value_guards(g, region, shapes, tracker.small_values());
 //   if (!vg.why_not.empty()) -> leave the region interpreted (a value that cannot be guarded)
 //   plan.value_guards = vg.guards;
+//
+// A dynamic region cannot guard a value as the one recorded (it changes with the symbols): the
+// Session guards a Reshape's or Expand's shape operand or a Slice's ends, when a region input, as
+// forms of the symbols instead (RegionPlan::value_sym_guards, from `reads`).
 #pragma once
 
 #include <string>
