@@ -9,6 +9,8 @@
 //              blocks (d=192, 6 heads, GELU MLP of 384, written as PyTorch exports it at opset
 //              17) and a 97-class head, f32, random weights; inputs 1x3x48x160, 2x3x48x320,
 //              1x3x48x480
+//   recognizer_export  the same model with its attention's reshape shapes made from Shape(x), as
+//              an exporter tracing x.view(x.size(0), x.size(1), 6, 32) writes them
 // The reference outputs come from plain double-precision loops, so `sgraph check` on the folder
 // tests sgraph against an independent computation.
 //   usage: sgraph_compare_models OUT_DIR
@@ -284,12 +286,12 @@ std::vector<double> layer_norm(const std::vector<double>& x, int64_t rows, int64
   return y;
 }
 
-bool make_recognizer(const fs::path& dir) {
+bool make_recognizer(const fs::path& dir, bool exported) {
   constexpr int64_t kD = 192, kHeads = 6, kHead = kD / kHeads, kFf = 384, kBlocks = 3,
                     kClasses = 97;
   constexpr float kEps = 1e-5f;
   std::mt19937 rng(4242);
-  onnx::ModelProto model = new_model("recognizer");
+  onnx::ModelProto model = new_model(exported ? "recognizer_export" : "recognizer");
   onnx::GraphProto* g = model.mutable_graph();
   add_value_nd(g->add_input(), "x", {"batch", "", "", "width"}, {0, 3, 48, 0});
   const auto init = [&](const Tensor& t, const std::string& name) {
@@ -337,6 +339,10 @@ bool make_recognizer(const fs::path& dir) {
   const float lin_f = 1.0f / std::sqrt(static_cast<float>(kFf));
   *g->add_initializer() = int64_proto({0, 0, kHeads, kHead}, "heads_shape");
   *g->add_initializer() = int64_proto({0, 0, kD}, "model_shape");
+  *g->add_initializer() = int64_proto({0}, "lead_start");
+  *g->add_initializer() = int64_proto({2}, "lead_end");
+  *g->add_initializer() = int64_proto({kHeads, kHead}, "heads_tail");
+  *g->add_initializer() = int64_proto({kD}, "model_tail");
   scalar(1.0 / std::sqrt(static_cast<double>(kHead)), "attn_scale");
   scalar(std::sqrt(2.0), "sqrt2");
   scalar(1.0, "one");
@@ -371,9 +377,20 @@ bool make_recognizer(const fs::path& dir) {
       add_op(g, "Add", {out + ".mm", p + bias}, out);
     };
     ln(prev, "ln1", p + "ln1");
+    // The heads' split and merge: [0, 0, 6, 32] and [0, 0, 192], or as an exporter tracing
+    // x.view(x.size(0), x.size(1), 6, 32) writes them, from Shape(x)[0:2].
+    std::string heads_shape = "heads_shape", model_shape = "model_shape";
+    if (exported) {
+      add_op(g, "Shape", {p + "ln1"}, p + "ln1.shape");
+      add_op(g, "Slice", {p + "ln1.shape", "lead_start", "lead_end"}, p + "lead");
+      set_int(add_op(g, "Concat", {p + "lead", "heads_tail"}, p + "heads_shape"), "axis", 0);
+      set_int(add_op(g, "Concat", {p + "lead", "model_tail"}, p + "model_shape"), "axis", 0);
+      heads_shape = p + "heads_shape";
+      model_shape = p + "model_shape";
+    }
     for (const char* h : {"q", "k", "v"}) {
       dense(p + "ln1", std::string("w") + h, std::string("b") + h, p + h);
-      add_op(g, "Reshape", {p + h, "heads_shape"}, p + h + ".split");
+      add_op(g, "Reshape", {p + h, heads_shape}, p + h + ".split");
     }
     set_ints(add_op(g, "Transpose", {p + "q.split"}, p + "qh"), "perm", {0, 2, 1, 3});
     set_ints(add_op(g, "Transpose", {p + "k.split"}, p + "kt"), "perm", {0, 2, 3, 1});
@@ -383,7 +400,7 @@ bool make_recognizer(const fs::path& dir) {
     set_int(add_op(g, "Softmax", {p + "scaled"}, p + "probs"), "axis", -1);
     add_op(g, "MatMul", {p + "probs", p + "vh"}, p + "ctx");
     set_ints(add_op(g, "Transpose", {p + "ctx"}, p + "ctx.t"), "perm", {0, 2, 1, 3});
-    add_op(g, "Reshape", {p + "ctx.t", "model_shape"}, p + "ctx.m");
+    add_op(g, "Reshape", {p + "ctx.t", model_shape}, p + "ctx.m");
     dense(p + "ctx.m", "wo", "bo", p + "attn");
     add_op(g, "Add", {prev, p + "attn"}, p + "res1");
     ln(p + "res1", "ln2", p + "ln2");
@@ -488,8 +505,10 @@ int main(int argc, char** argv) {
   const fs::path out = argv[1];
   try {
     fs::create_directories(out / "recognizer");
+    fs::create_directories(out / "recognizer_export");
     return make_mlp(out / "mlp4x1024") && make_trivial(out / "trivial") &&
-                   make_recognizer(out / "recognizer")
+                   make_recognizer(out / "recognizer", false) &&
+                   make_recognizer(out / "recognizer_export", true)
                ? 0
                : 1;
   } catch (const std::exception& e) {  // e.g. a folder that cannot be created

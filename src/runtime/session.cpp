@@ -490,7 +490,54 @@ struct Session::Impl {
           for (const SymDim& d : elems)
             if (d.symbolic()) require(d, 1);  // (0 would make Reshape copy the input's dim)
     }
+    if (p.why_interpreted.empty()) collapse_divided_symbols(p);
     return p;
+  }
+
+  // A symbol that the region's inputs give only divided (a transformer block after a strided
+  // stem sees its length as (width+3)/4, never width) cannot be bound from them: the guard would
+  // miss on every call. When every dim of the region naming it is that one form, the form is
+  // the region's symbol instead (any width with that quotient gives the same sizes, so the
+  // kernel cannot tell them apart); otherwise the region is interpreted.
+  static void collapse_divided_symbols(RegionPlan& p) {
+    const auto each_dim = [&](const auto& f) {
+      for (SymShape& s : p.input_sym)
+        for (SymDim& d : s) f(d);
+      for (SymShape& s : p.output_sym)
+        for (SymDim& d : s) f(d);
+      for (auto& [v, s] : p.planned_sym)
+        for (SymDim& d : s) f(d);
+      for (auto& [i, s] : p.value_sym_guards)
+        for (SymDim& d : s) f(d);
+      for (auto& [d, least] : p.dim_checks) f(d);
+    };
+    for (size_t k = 0; k < p.symbols.size(); ++k) {
+      const auto sym = static_cast<int32_t>(k);
+      bool direct = false;
+      for (const SymShape& s : p.input_sym)
+        for (const SymDim& d : s) direct |= d.sym == sym && d.div == 1;
+      if (direct) continue;
+      std::optional<SymDim> form;
+      bool one_form = true;
+      each_dim([&](SymDim& d) {
+        if (d.sym != sym) return;
+        if (!form) form = d;
+        one_form &= d == *form;
+      });
+      if (!form) continue;
+      if (!one_form) {
+        p.why_interpreted = "its inputs give symbol '" + p.symbols[k] +
+                            "' only divided, and its dims name it in other forms too";
+        return;
+      }
+      const SymDim f = *form;
+      each_dim([&](SymDim& d) {
+        if (d.sym == sym) d = SymDim{sym, 1, 0, 1};
+      });
+      std::vector<Symbol> names;
+      for (const std::string& n : p.symbols) names.push_back({n, {}});
+      p.symbols[k] = sym_dim_str(f, names);
+    }
   }
 
   // symbolic_value_guards' planned output of Reshape node n for shape operand elements `e` (over

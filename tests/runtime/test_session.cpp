@@ -167,6 +167,51 @@ TEST_CASE("Session: changed ops form a dynamic region, compiled once and hit for
   CHECK(contains(r.to_text(), "region 1 (dynamic: batch)"));
 }
 
+TEST_CASE(
+    "Session: a dynamic region whose inputs give its symbol only divided binds the quotient") {
+  // x [1, 4, w] -> MaxPool stride 2 -> [1, 4, w/2] -> Celu (interpreted) -> Relu, Add: the
+  // second region's inputs name w only as w/2, from which w cannot be bound. Its dims are all w/2,
+  // so w/2 is its symbol; with a dim of another form of w it is interpreted, not missed on every
+  // call.
+  for (const bool other_form : {false, true}) {
+    CAPTURE(other_form);
+    GraphBuilder b("divided");
+    const ValueId x = b.input("x", DType::f32, {1, 4, Dim("w")});
+    const ValueId p =
+        b.max_pool(x, Attributes{{"kernel_shape", Ints{2}}, {"strides", Ints{2}}});  // [1,4,w/2]
+    const ValueId c = b.celu(p);
+    ValueId y = b.add(b.relu(c), b.scalar(0.5f));
+    if (other_form)  // ([1, 4, w/2 - 1]: a dim of the form (w-2)/2)
+      y = b.relu(b.slice(y, b.ints({1}), b.ints({INT64_MAX}), b.ints({2})));
+    b.output(y, "y");
+    const Graph g = b.build();
+    Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+    Session ref(g, SessionOptions{.interpret_only = true});
+    for (int64_t w : {8, 12, 20, 10, 31, 7, 64}) {
+      CAPTURE(w);
+      const Tensor in = random_f32({1, 4, w}, static_cast<uint32_t>(w));
+      check_tensors_close(s.run({in})[0], ref.run({in})[0]);
+    }
+    const Report r = s.report();
+    const RegionReport* after = nullptr;  // the region of the Relu
+    for (const RegionReport& reg : r.regions)
+      if (std::find(reg.nodes.begin(), reg.nodes.end(), op_named(r, "relu_0").node) !=
+          reg.nodes.end())
+        after = &reg;
+    REQUIRE(after != nullptr);
+    CHECK(after->dynamic);
+    CHECK(after->guard_misses == 0);
+    if (!other_form) {
+      CHECK_MESSAGE(after->compiled, after->why_interpreted);
+      CHECK(after->symbols == std::vector<std::string>{"w/2"});
+      CHECK(after->kernel_calls == 4);
+    } else {
+      CHECK_FALSE(after->compiled);
+      CHECK(contains(after->why_interpreted, "only divided"));
+    }
+  }
+}
+
 TEST_CASE("Report: JSON and DOT carry the same decisions") {
   Session s(split_mlp(), SessionOptions{.warmup_runs = 2});
   for (int64_t batch : {2, 5}) s.run({random_f32({batch, 4}, 3)});
