@@ -75,16 +75,18 @@ mkdir -p "$WORK/bin"
 cp -L "$BUILD/tools/sgraph" "$BUILD/libsgraph.so.0" "$WORK/bin/"
 export LD_LIBRARY_PATH=$WORK/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# 3. The generated models (4-layer 1024-wide MLP, the conv + transformer recognizer, the trivial
-#    baseline model), when missing or older than their generator.
+# 3. The generated models (4-layer 1024-wide MLP, the conv + transformer recognizer and its
+#    variant with reshape shapes from Shape(x), the trivial baseline model), when missing or older
+#    than their generator.
 GEN=$BUILD/bench/compare/sgraph_compare_models
-if [ ! -f "$WORK/models/recognizer/model.onnx" ] || [ "$GEN" -nt "$WORK/models/recognizer/model.onnx" ]; then
+if [ ! -f "$WORK/models/recognizer_export/model.onnx" ] ||
+  [ "$GEN" -nt "$WORK/models/recognizer_export/model.onnx" ]; then
   "$GEN" "$WORK/models" || die "generating models into $WORK/models failed"
 fi
 
 # 4. Both runtimes, alternating.
 models=("$SHARED"/testdata/synthetic/*/ "$SHARED"/testdata/real/*/ "$WORK/models/mlp4x1024" "$WORK/models/recognizer"
-  "$WORK/models/trivial")
+  "$WORK/models/recognizer_export" "$WORK/models/trivial")
 model_args=()
 for m in "${models[@]}"; do model_args+=(--models "${m%/}"); done
 ORT_VERSION=$ORT_VERSION exec node "$ROOT/bench/compare/compare.js" --sgraph "$WORK/bin/sgraph" \
