@@ -471,12 +471,12 @@ struct Session::Impl {
       p.output_sym.push_back(at->second);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
-    // A kernel's shapes come from the symbols alone. The one value they may depend on is a
-    // Reshape's shape operand that is a region input whose elements were forms of the region's
-    // symbols in every warm-up run (Shape(x) -> Gather -> Concat, as exporters write
-    // x.view(x.size(0), -1)): the guard checks those elements, and the Reshape's planned output
-    // must be what its rule makes of them. Any other value keeps the region interpreted (a static
-    // region guards such values).
+    // A kernel's shapes come from the symbols alone. The values they may depend on are a
+    // Reshape's or Expand's shape operand and a Slice's ends, each a region input whose elements
+    // were forms of the region's symbols in every warm-up run (Shape(x) -> Gather -> Concat, as
+    // exporters write x.view(x.size(0), -1)): the guard checks those elements, and the op's
+    // planned output must be what its rule makes of them. Any other value keeps the region
+    // interpreted (a static region guards such values).
     const ValueGuards vg = value_guards(graph, r, value_shapes, tracker->small_values());
     if (!vg.why_not.empty()) {
       p.why_interpreted = vg.why_not;
@@ -540,14 +540,15 @@ struct Session::Impl {
     }
   }
 
-  // symbolic_value_guards' planned output of Reshape node n for shape operand elements `e` (over
-  // p's symbols): "" when p.planned_sym has exactly that, else why not.
+  // v's planned symbolic shape in p, nullptr when p neither reads nor makes it.
   static const SymShape* planned(const RegionPlan& p, ValueId v) {
     for (const auto& [w, s] : p.planned_sym)
       if (w == v) return &s;
     return nullptr;
   }
 
+  // symbolic_value_guards' planned output of Reshape node n for shape operand elements `e` (over
+  // p's symbols): "" when p.planned_sym has exactly that, else why not.
   std::string reshape_matches(const RegionPlan& p, const Node& n, const SymShape& e) const {
     const SymShape* in = planned(p, n.inputs[0]);
     const SymShape* out = planned(p, n.outputs[0]);
