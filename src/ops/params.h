@@ -15,6 +15,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sgraph/graph.h"
@@ -37,6 +38,20 @@ struct SliceAxis {
 // parameters (step 0, size mismatch, axis out of range or repeated, ends missing).
 std::vector<SliceAxis> slice_params(const Node& n, const Shape& in, const Tensor* starts,
                                     const Tensor* ends, const Tensor* axes, const Tensor* steps);
+
+// A Slice whose ends are computed (not known where the code is made) and whose starts, axes
+// (nullptr: 0, 1, ...) and steps (nullptr: 1s) are: per (start, end) pair, the axis it slices
+// and its start, when every start is >= 0, every step 1 and no axis repeats in an input of rank
+// `rank`. Then element start + i is read on each sliced axis whatever the ends, and only the
+// output's size depends on them. nullopt (with why) otherwise. Used alike by the JIT lowering
+// and by the planner that checks the ends (runtime/session.cpp).
+struct SliceFromStarts {
+  std::vector<size_t> axis;
+  Ints start;
+};
+std::optional<SliceFromStarts> slice_from_starts(size_t rank, const Tensor& starts,
+                                                 const Tensor* axes, const Tensor* steps,
+                                                 std::string& why);
 
 // ---- Pad (pad.cpp) -------------------------------------------------------------------------
 

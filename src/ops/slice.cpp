@@ -65,6 +65,34 @@ std::vector<SliceAxis> slice_params(const Node& n, const Shape& in, const Tensor
   return r;
 }
 
+std::optional<SliceFromStarts> slice_from_starts(size_t rank, const Tensor& starts,
+                                                 const Tensor* axes, const Tensor* steps,
+                                                 std::string& why) {
+  SliceFromStarts f;
+  f.start = starts.to_int64();
+  const size_t k = f.start.size();
+  Ints ax(k), st(k, 1);
+  for (size_t i = 0; i < k; ++i) ax[i] = static_cast<int64_t>(i);
+  if (axes) ax = axes->to_int64();
+  if (steps) st = steps->to_int64();
+  if (ax.size() != k || st.size() != k) {
+    why = "as many axes and steps as starts";
+    return std::nullopt;
+  }
+  const auto r = static_cast<int64_t>(rank);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t a = ax[i] < 0 ? ax[i] + r : ax[i];
+    if (a < 0 || a >= r || seen[static_cast<size_t>(a)] || st[i] != 1 || f.start[i] < 0) {
+      why = "computed ends with a start below 0, a step other than 1 or a repeated axis";
+      return std::nullopt;
+    }
+    seen[static_cast<size_t>(a)] = true;
+    f.axis.push_back(static_cast<size_t>(a));
+  }
+  return f;
+}
+
 namespace {
 
 // Copies y[i] = x[base + sum_d idx_d * stride_d] for every index of y's shape (in elements).

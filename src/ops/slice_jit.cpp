@@ -7,7 +7,6 @@
 // sliced axis whatever the ends, and the output's dims come from the plan. The planner vouches for
 // them: a static region's guard checks the ends' values, a dynamic region's their forms in the
 // symbols, with the planned output checked against them (runtime/session.cpp).
-#include <numeric>
 #include <optional>
 
 #include "ops/lowering.h"
@@ -33,25 +32,13 @@ std::optional<ComputedEnds> computed_ends(const Graph& g, const Node& n, size_t 
       why = s;
       return std::nullopt;
     }
-  const Ints starts = constant_input(g, n, 1)->to_int64();
-  Ints axes(starts.size()), steps(starts.size(), 1);
-  std::iota(axes.begin(), axes.end(), 0);
-  if (has_input(n, 3)) axes = constant_input(g, n, 3)->to_int64();
-  if (has_input(n, 4)) steps = constant_input(g, n, 4)->to_int64();
-  if (axes.size() != starts.size() || steps.size() != starts.size()) {
-    why = "as many axes and steps as starts";
-    return std::nullopt;
-  }
+  const std::optional<SliceFromStarts> f = slice_from_starts(
+      rank, *constant_input(g, n, 1), constant_input(g, n, 3), constant_input(g, n, 4), why);
+  if (!f) return std::nullopt;
   ComputedEnds c{Ints(rank, 0), std::vector<bool>(rank, false)};
-  const auto r = static_cast<int64_t>(rank);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
-    if (a < 0 || a >= r || c.sliced[static_cast<size_t>(a)] || steps[i] != 1 || starts[i] < 0) {
-      why = "computed ends with a start below 0, a step other than 1 or a repeated axis";
-      return std::nullopt;
-    }
-    c.start[static_cast<size_t>(a)] = starts[i];
-    c.sliced[static_cast<size_t>(a)] = true;
+  for (size_t i = 0; i < f->axis.size(); ++i) {
+    c.start[f->axis[i]] = f->start[i];
+    c.sliced[f->axis[i]] = true;
   }
   return c;
 }

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <sstream>
 
@@ -18,6 +17,7 @@
 #include "jit/parallel.h"
 #include "jit/region_compiler.h"
 #include "ops/op.h"
+#include "ops/params.h"
 #include "runtime/background_compiler.h"
 #include "runtime/executable_graph.h"
 #include "runtime/interpreter.h"
@@ -465,10 +465,9 @@ struct Session::Impl {
         require(d, least);
       }
     for (ValueId v : r.outputs) {  // (in Region::outputs' order, the kernel's)
-      const auto at = std::find_if(p.planned_sym.begin(), p.planned_sym.end(),
-                                   [&](const auto& vs) { return vs.first == v; });
-      SG_ASSERT(at != p.planned_sym.end()) << "a region output no node of it makes";
-      p.output_sym.push_back(at->second);
+      const SymShape* s = planned(p, v);
+      SG_ASSERT(s) << "a region output no node of it makes";
+      p.output_sym.push_back(*s);
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
     // A kernel's shapes come from the symbols alone. The values they may depend on are a
@@ -611,31 +610,22 @@ struct Session::Impl {
       const Tensor& t = graph.values[n.inputs[i]].initializer;
       return t.defined() ? &t : nullptr;
     };
-    if (!constant(1)) return "its starts";
-    const Ints starts = constant(1)->to_int64();
-    Ints axes(starts.size()), steps(starts.size(), 1);
-    std::iota(axes.begin(), axes.end(), 0);
-    if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) {
-      if (!constant(3)) return "its axes";
-      axes = constant(3)->to_int64();
-    }
-    if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) {
-      if (!constant(4)) return "its steps";
-      steps = constant(4)->to_int64();
-    }
-    if (axes.size() != starts.size() || steps.size() != starts.size() || e.size() != starts.size())
-      return "as many ends, axes and steps as starts";
-    const auto r = static_cast<int64_t>(in->size());
+    const auto absent = [&](size_t i) { return i >= n.inputs.size() || n.inputs[i] == kNoValue; };
+    if (!constant(1) || !(absent(3) || constant(3)) || !(absent(4) || constant(4)))
+      return "its starts, axes or steps";
+    std::string why;
+    const std::optional<ops::SliceFromStarts> f =
+        ops::slice_from_starts(in->size(), *constant(1), constant(3), constant(4), why);
+    if (!f) return why;
+    if (e.size() != f->axis.size()) return "as many ends as starts";
     std::vector<bool> sliced(in->size(), false);
-    for (size_t i = 0; i < starts.size(); ++i) {
-      const int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
-      if (a < 0 || a >= r || sliced[static_cast<size_t>(a)] || steps[i] != 1 || starts[i] < 0)
-        return "a start below 0, a step other than 1 or a repeated axis";
-      sliced[static_cast<size_t>(a)] = true;
-      const SymDim& dim = (*in)[static_cast<size_t>(a)];
-      const SymDim& o = (*out)[static_cast<size_t>(a)];
+    for (size_t i = 0; i < f->axis.size(); ++i) {
+      const size_t a = f->axis[i];
+      sliced[a] = true;
+      const SymDim& dim = (*in)[a];
+      const SymDim& o = (*out)[a];
       const SymDim& end = e[i];
-      if (!(o == end.plus(-starts[i]))) return "a sliced dim not its end less its start";
+      if (!(o == end.plus(-f->start[i]))) return "a sliced dim not its end less its start";
       if (end == dim) continue;  // (to the input's end)
       if (!end.symbolic()) {
         if (end.offset < 1) return "an end below 1";

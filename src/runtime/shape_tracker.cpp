@@ -136,11 +136,8 @@ void ShapeTracker::see(ValueId v, const Tensor& t) {
   std::vector<Seen>& s = seen_[v];
   if (!s.empty() && s.back().run == runs_) return;  // a value has one shape per run
   std::optional<Ints> ints;
-  if ((t.dtype() == DType::i64 || t.dtype() == DType::i32) && t.numel() <= kMaxKeptElements) {
-    ints.emplace();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i)
-      ints->push_back(t.dtype() == DType::i64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i]);
-  }
+  if ((t.dtype() == DType::i64 || t.dtype() == DType::i32) && t.numel() <= kMaxKeptElements)
+    ints = t.to_int64();
   s.push_back({runs_, t.shape(), std::move(ints)});
 }
 
@@ -168,6 +165,12 @@ std::optional<SymDim> affine_fit(const Ints& s, const Ints& t, int32_t sym) {
   return d;
 }
 
+// Symbolic dim d's value in warm-up run `run` (0-based), from its symbol's value then.
+int64_t value_in_run(const ShapeTracker::SymbolicDims& sd, const SymDim& d, size_t run) {
+  const int64_t x[] = {sd.symbols[static_cast<size_t>(d.sym)].seen[run]};
+  return SymDim{0, d.scale, d.offset, d.div}.value(x);
+}
+
 // Symbol k replaced by e in d (d's symbol is k); nullopt when the result is no SymDim.
 std::optional<SymDim> substitute(const SymDim& d, const SymDim& e) {
   if (d.div != 1) return std::nullopt;
@@ -185,10 +188,6 @@ std::optional<SymDim> substitute(const SymDim& d, const SymDim& e) {
 // made there (named by no graph input), that symbol is replaced by the form everywhere, so the
 // dims it named are related to the input's symbol as the rule relates them.
 void ShapeTracker::derive_by_rules(SymbolicDims& sd) const {
-  const auto seen_at = [&](const SymDim& d, size_t run) {
-    const int64_t x[] = {sd.symbols[static_cast<size_t>(d.sym)].seen[run]};
-    return SymDim{0, d.scale, d.offset, d.div}.value(x);
-  };
   std::vector<bool> named_by_input(sd.symbols.size(), false);
   for (ValueId v : g_.inputs)
     if (sd.values[v])
@@ -222,7 +221,7 @@ void ShapeTracker::derive_by_rules(SymbolicDims& sd) const {
         continue;
       bool matches = true;
       for (size_t r = 0; r < sd.symbols[static_cast<size_t>(o.sym)].seen.size() && matches; ++r)
-        matches = seen_at(e, r) == sd.symbols[static_cast<size_t>(o.sym)].seen[r];
+        matches = value_in_run(sd, e, r) == sd.symbols[static_cast<size_t>(o.sym)].seen[r];
       if (!matches) continue;
       // Every dim naming o.sym must take the form.
       std::vector<std::optional<SymShape>> next = sd.values;
@@ -261,10 +260,6 @@ void ShapeTracker::derive_by_rules(SymbolicDims& sd) const {
 // symbol, or a rule's form such as (w+1)/2) in every run, or an affine function of a symbol.
 void ShapeTracker::derive_elements(SymbolicDims& sd) const {
   sd.elements.assign(seen_.size(), std::nullopt);
-  const auto at_run = [&](const SymDim& d, size_t run) {
-    const int64_t x[] = {sd.symbols[static_cast<size_t>(d.sym)].seen[run]};
-    return SymDim{0, d.scale, d.offset, d.div}.value(x);
-  };
   std::vector<SymDim> forms;  // every symbolic dim of the values, once
   for (const std::optional<SymShape>& s : sd.values)
     if (s)
@@ -290,7 +285,8 @@ void ShapeTracker::derive_elements(SymbolicDims& sd) const {
         e = SymDim::constant(seq[0]);
       for (size_t f = 0; f < forms.size() && !e; ++f) {
         bool all = true;
-        for (size_t r = 0; r < seq.size() && all; ++r) all = at_run(forms[f], r) == seq[r];
+        for (size_t r = 0; r < seq.size() && all; ++r)
+          all = value_in_run(sd, forms[f], r) == seq[r];
         if (all) e = forms[f];
       }
       for (size_t k = 0; k < sd.symbols.size() && !e; ++k)
