@@ -42,54 +42,68 @@ std::vector<int64_t> split_sizes(const Attributes& attrs, const Tensor* split, i
   return sizes;
 }
 
+// The elements of a Concat of 1-D vectors with known elements (shapes).
+std::optional<SymShape> symbolic_value_concat(const Graph&, const Node&,
+                                              std::span<const SymShape* const> in,
+                                              std::span<const SymShape* const> elems) {
+  SymShape out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i] || in[i]->size() != 1 || !elems[i]) return std::nullopt;
+    out.insert(out.end(), elems[i]->begin(), elems[i]->end());
+  }
+  return out;
+}
+
 }  // namespace
 
 // Concat(x...) {axis}: inputs agree on dtype, rank and every dimension but `axis`.
 extern const Lowering kConcatLowering;  // concat_jit.cpp
 extern const OpDef kConcat;
 const OpDef kConcat = with_lowering(
-    &kConcatLowering, OpDef{"Concat", 1, 1024, 1, 1,
-                            [](TypeCtx& c) {
-                              for (size_t i = 1; i < c.in.size(); ++i) c.expect_same(0, i);
-                              c.out[0] = c.in[0];
-                            },
-                            [](ShapeCtx& c) {
-                              const Shape& s0 = c.shape(0);
-                              SG_CHECK(!s0.empty())
-                                  << "Concat inputs must have rank >= 1, got a scalar";
-                              const int64_t axis = op_axis(c.node, c.shape(0).size());
-                              Shape out = s0;
-                              out[axis] = 0;
-                              for (size_t i = 0; i < c.in.size(); ++i) {
-                                const Shape& s = c.shape(i);
-                                bool ok = s.size() == s0.size();
-                                for (size_t d = 0; ok && d < s.size(); ++d)
-                                  ok = static_cast<int64_t>(d) == axis || s[d] == s0[d];
-                                SG_CHECK(ok) << "input " << i << " has shape " << shape_str(s)
-                                             << ", which cannot be concatenated with "
-                                             << shape_str(s0) << " along axis " << axis;
-                                out[axis] += s[axis];
-                              }
-                              c.out[0] = std::move(out);
-                            },
-                            [](KernelCtx& c) {
-                              Tensor& y = c.out[0];
-                              const int64_t axis = op_axis(c.node, y.shape().size());
-                              const size_t es = dtype_size(y.dtype());
-                              const AxisSplit v = split_at_axis(y.shape(), axis);
-                              const int64_t outer = v.outer;
-                              const size_t row = static_cast<size_t>(v.dim * v.inner) * es;
-                              auto* dst = static_cast<std::byte*>(y.raw_data());
-                              size_t offset = 0;  // bytes into each output row
-                              for (const Tensor& x : c.in) {
-                                const size_t run = x.nbytes() / std::max<int64_t>(outer, 1);
-                                const auto* src = static_cast<const std::byte*>(x.raw_data());
-                                if (run > 0)
-                                  for (int64_t o = 0; o < outer; ++o)
-                                    std::memcpy(dst + o * row + offset, src + o * run, run);
-                                offset += run;
-                              }
-                            }});
+    &kConcatLowering,
+    with_symbolic_value(symbolic_value_concat,
+                        OpDef{"Concat", 1, 1024, 1, 1,
+                              [](TypeCtx& c) {
+                                for (size_t i = 1; i < c.in.size(); ++i) c.expect_same(0, i);
+                                c.out[0] = c.in[0];
+                              },
+                              [](ShapeCtx& c) {
+                                const Shape& s0 = c.shape(0);
+                                SG_CHECK(!s0.empty())
+                                    << "Concat inputs must have rank >= 1, got a scalar";
+                                const int64_t axis = op_axis(c.node, c.shape(0).size());
+                                Shape out = s0;
+                                out[axis] = 0;
+                                for (size_t i = 0; i < c.in.size(); ++i) {
+                                  const Shape& s = c.shape(i);
+                                  bool ok = s.size() == s0.size();
+                                  for (size_t d = 0; ok && d < s.size(); ++d)
+                                    ok = static_cast<int64_t>(d) == axis || s[d] == s0[d];
+                                  SG_CHECK(ok) << "input " << i << " has shape " << shape_str(s)
+                                               << ", which cannot be concatenated with "
+                                               << shape_str(s0) << " along axis " << axis;
+                                  out[axis] += s[axis];
+                                }
+                                c.out[0] = std::move(out);
+                              },
+                              [](KernelCtx& c) {
+                                Tensor& y = c.out[0];
+                                const int64_t axis = op_axis(c.node, y.shape().size());
+                                const size_t es = dtype_size(y.dtype());
+                                const AxisSplit v = split_at_axis(y.shape(), axis);
+                                const int64_t outer = v.outer;
+                                const size_t row = static_cast<size_t>(v.dim * v.inner) * es;
+                                auto* dst = static_cast<std::byte*>(y.raw_data());
+                                size_t offset = 0;  // bytes into each output row
+                                for (const Tensor& x : c.in) {
+                                  const size_t run = x.nbytes() / std::max<int64_t>(outer, 1);
+                                  const auto* src = static_cast<const std::byte*>(x.raw_data());
+                                  if (run > 0)
+                                    for (int64_t o = 0; o < outer; ++o)
+                                      std::memcpy(dst + o * row + offset, src + o * run, run);
+                                  offset += run;
+                                }
+                              }}));
 
 // Split(x, split?) {axis = 0, split (< 13), num_outputs (18)}: one output per chunk.
 extern const OpDef kSplit;

@@ -112,6 +112,18 @@ struct OpDef {
   // rule gives no such form. The ShapeTracker uses it (symbolic_dims).
   std::optional<SymShape> (*symbolic_shape)(const Graph& g, const Node& n,
                                             std::span<const SymShape* const> in) = nullptr;
+  // Output 0's values depend on its inputs' shapes alone, never on their elements (Shape, Size):
+  // a region whose guard fixes those shapes needs no value guard for them (runtime/value_guards).
+  bool value_of_shapes = false;
+  // Output 0's elements, row-major, as forms of the symbols, for a small integer value computed
+  // from shapes (Shape(x) -> Slice -> Concat, as exporters write x.view(x.size(0), -1)): from the
+  // inputs' symbolic shapes `in` and their elements `elems` where known (nullptr: unknown; a
+  // constant's are constant dims); nullopt where the rule gives none. Through it a dynamic region's
+  // planner knows, from the symbols alone, a shape operand the region computes itself. Views pass
+  // input 0's elements through without one (ops::symbolic_value).
+  std::optional<SymShape> (*symbolic_value)(const Graph& g, const Node& n,
+                                            std::span<const SymShape* const> in,
+                                            std::span<const SymShape* const> elems) = nullptr;
   // The ONNX domain the op belongs to: "" for the default one (ai.onnx), else e.g.
   // "ai.onnx.preview.training". The importer accepts a node only from its op's domain; the
   // exporter writes it there.
@@ -139,6 +151,21 @@ constexpr OpDef with_symbolic_shape(
   def.symbolic_shape = rule;
   return def;
 }
+
+// `def` with its rule for the symbolic elements of a small integer output (OpDef::symbolic_value).
+constexpr OpDef with_symbolic_value(
+    std::optional<SymShape> (*rule)(const Graph&, const Node&, std::span<const SymShape* const>,
+                                    std::span<const SymShape* const>),
+    OpDef def) {
+  def.symbolic_value = rule;
+  return def;
+}
+
+// Node n's output elements as forms of the symbols (OpDef::symbolic_value; a view's are input 0's),
+// `in` and `elems` as there; nullopt where they are not known.
+std::optional<SymShape> symbolic_value(const Graph& g, const Node& n,
+                                       std::span<const SymShape* const> in,
+                                       std::span<const SymShape* const> elems);
 
 // `def` in an ONNX domain other than the default one: with_domain("ai.onnx.preview.training", ...).
 constexpr OpDef with_domain(std::string_view domain, OpDef def) {

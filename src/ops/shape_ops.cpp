@@ -30,7 +30,39 @@ void run_shape(KernelCtx& c) {
 
 void types_i64(TypeCtx& c) { c.out[0] = DType::i64; }
 
+// Shape's elements are its input's dims, whatever the symbols.
+std::optional<SymShape> symbolic_value_shape(const Graph&, const Node& n,
+                                             std::span<const SymShape* const> in,
+                                             std::span<const SymShape* const>) {
+  if (!in[0]) return std::nullopt;
+  const auto [start, end] = shape_range(n.attrs, static_cast<int64_t>(in[0]->size()));
+  return SymShape(in[0]->begin() + start, in[0]->begin() + end);
+}
+
 // ---- Size(data): the element count as an i64 scalar.
+
+// Size's element when it is one dim: at most one symbolic dim, of the affine form, the others
+// constants.
+std::optional<SymShape> symbolic_value_size(const Graph&, const Node&,
+                                            std::span<const SymShape* const> in,
+                                            std::span<const SymShape* const>) {
+  if (!in[0]) return std::nullopt;
+  int64_t c = 1;
+  std::optional<SymDim> sym;
+  for (const SymDim& d : *in[0]) {
+    if (!d.symbolic()) {
+      c *= d.offset;
+    } else if (sym || !d.affine()) {
+      return std::nullopt;
+    } else {
+      sym = d;
+    }
+  }
+  if (!sym) return SymShape{SymDim::constant(c)};
+  if (c == 0) return SymShape{SymDim::constant(0)};
+  return SymShape{SymDim{sym->sym, sym->scale * c, sym->offset * c, 1}};
+}
+
 void shapes_scalar(ShapeCtx& c) { c.out[0] = {}; }
 void run_size(KernelCtx& c) { c.out[0].data<int64_t>()[0] = c.in[0].numel(); }
 
@@ -132,8 +164,21 @@ void run_constant_of_shape(KernelCtx& c) {
 
 extern const OpDef kShape, kSize, kRange, kConstantOfShape;
 
-const OpDef kShape{"Shape", 1, 1, 1, 1, types_i64, shapes_shape, run_shape};
-const OpDef kSize{"Size", 1, 1, 1, 1, types_i64, shapes_scalar, run_size};
+extern const Lowering kShapeLowering, kSizeLowering;  // shape_jit.cpp
+
+constexpr OpDef of_shapes(OpDef def) {
+  def.value_of_shapes = true;
+  return def;
+}
+
+const OpDef kShape = with_lowering(
+    &kShapeLowering,
+    with_symbolic_value(symbolic_value_shape,
+                        of_shapes({"Shape", 1, 1, 1, 1, types_i64, shapes_shape, run_shape})));
+const OpDef kSize = with_lowering(
+    &kSizeLowering,
+    with_symbolic_value(symbolic_value_size,
+                        of_shapes({"Size", 1, 1, 1, 1, types_i64, shapes_scalar, run_size})));
 const OpDef kRange{"Range", 3, 3, 1, 1, types_range, shapes_range, run_range};
 const OpDef kConstantOfShape{"ConstantOfShape",
                              1,
@@ -146,5 +191,14 @@ const OpDef kConstantOfShape{"ConstantOfShape",
                              },
                              shapes_constant_of_shape,
                              run_constant_of_shape};
+
+std::optional<SymShape> symbolic_value(const Graph& g, const Node& n,
+                                       std::span<const SymShape* const> in,
+                                       std::span<const SymShape* const> elems) {
+  const OpDef& def = op_def(n.op);
+  if (def.symbolic_value) return def.symbolic_value(g, n, in, elems);
+  if (def.view && !elems.empty() && elems[0]) return *elems[0];  // (same elements, new dims)
+  return std::nullopt;
+}
 
 }  // namespace sgraph::ops

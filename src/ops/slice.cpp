@@ -141,6 +141,25 @@ void types_slice(TypeCtx& c) {
   types_same_as_input0(c);
 }
 
+// The elements a Slice of a 1-D vector with known elements (a shape) picks, its parameters
+// constants.
+std::optional<SymShape> symbolic_value_slice(const Graph& g, const Node& n,
+                                             std::span<const SymShape* const> in,
+                                             std::span<const SymShape* const> elems) {
+  if (!in[0] || !elems[0] || in[0]->size() != 1 || in[0]->front().symbolic()) return std::nullopt;
+  std::array<const Tensor*, 4> v{};
+  for (size_t i = 1; i < 5 && i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    if (!g.values[n.inputs[i]].initializer.defined()) return std::nullopt;
+    v[i - 1] = &g.values[n.inputs[i]].initializer;
+  }
+  const SymShape& x = *elems[0];
+  const SliceAxis a = slice_params(n, {static_cast<int64_t>(x.size())}, v[0], v[1], v[2], v[3])[0];
+  SymShape out;
+  for (int64_t i = 0; i < a.count; ++i) out.push_back(x[static_cast<size_t>(a.start + a.step * i)]);
+  return out;
+}
+
 }  // namespace
 
 // Slice(data, starts?, ends?, axes?, steps?) {starts, ends, axes: the opset-1 form}.
@@ -148,31 +167,33 @@ extern const Lowering kSliceLowering;  // slice_jit.cpp
 extern const OpDef kSlice;
 const OpDef kSlice = with_lowering(
     &kSliceLowering,
-    OpDef{"Slice", 1, 5, 1, 1, types_slice,
-          [](ShapeCtx& c) {
-            std::array<const Tensor*, 4> v{};
-            for (size_t i = 1; i < 5; ++i)
-              if (c.has(i)) v[i - 1] = &c.require_value(i);
-            Shape out;
-            for (const SliceAxis& a : slice_params(c.node, c.shape(0), v[0], v[1], v[2], v[3]))
-              out.push_back(a.count);
-            c.out[0] = std::move(out);
-          },
-          [](KernelCtx& c) {
-            std::array<const Tensor*, 4> v{};
-            for (size_t i = 1; i < 5; ++i)
-              if (c.has(i)) v[i - 1] = &c.in[i];
-            const Tensor& x = c.in[0];
-            const std::vector<SliceAxis> axes =
-                slice_params(c.node, x.shape(), v[0], v[1], v[2], v[3]);
-            const Shape st = strides_of(x.shape());
-            int64_t base = 0;
-            Shape stride(st.size());
-            for (size_t d = 0; d < st.size(); ++d) {
-              base += axes[d].start * st[d];
-              stride[d] = axes[d].step * st[d];
-            }
-            strided_copy(x, c.out[0], base, stride);
-          }});
+    with_symbolic_value(symbolic_value_slice,
+                        OpDef{"Slice", 1, 5, 1, 1, types_slice,
+                              [](ShapeCtx& c) {
+                                std::array<const Tensor*, 4> v{};
+                                for (size_t i = 1; i < 5; ++i)
+                                  if (c.has(i)) v[i - 1] = &c.require_value(i);
+                                Shape out;
+                                for (const SliceAxis& a :
+                                     slice_params(c.node, c.shape(0), v[0], v[1], v[2], v[3]))
+                                  out.push_back(a.count);
+                                c.out[0] = std::move(out);
+                              },
+                              [](KernelCtx& c) {
+                                std::array<const Tensor*, 4> v{};
+                                for (size_t i = 1; i < 5; ++i)
+                                  if (c.has(i)) v[i - 1] = &c.in[i];
+                                const Tensor& x = c.in[0];
+                                const std::vector<SliceAxis> axes =
+                                    slice_params(c.node, x.shape(), v[0], v[1], v[2], v[3]);
+                                const Shape st = strides_of(x.shape());
+                                int64_t base = 0;
+                                Shape stride(st.size());
+                                for (size_t d = 0; d < st.size(); ++d) {
+                                  base += axes[d].start * st[d];
+                                  stride[d] = axes[d].step * st[d];
+                                }
+                                strided_copy(x, c.out[0], base, stride);
+                              }}));
 
 }  // namespace sgraph::ops

@@ -476,15 +476,27 @@ void run_cast(KernelCtx& c) {
   const Tensor y = storage_cast(x, to);
   std::memcpy(c.out[0].raw_data(), y.raw_data(), y.nbytes());
 }
+
+// A Cast between integer types keeps a shape's elements (dims are far inside either range).
+std::optional<SymShape> symbolic_value_cast(const Graph& g, const Node& n,
+                                            std::span<const SymShape* const>,
+                                            std::span<const SymShape* const> elems) {
+  const auto is_int = [](DType t) { return t == DType::i64 || t == DType::i32; };
+  if (!elems[0] || !is_int(g.values[n.inputs[0]].dtype) || !is_int(g.values[n.outputs[0]].dtype))
+    return std::nullopt;
+  return *elems[0];
+}
 }  // namespace
 
 extern const OpDef kCast;
-const OpDef kCast = with_grad(
-    grad_cast, with_element(emit_cast, {"Cast", 1, 1, 1, 1,
-                                        [](TypeCtx& c) {
-                                          c.out[0] = dtype_from_onnx_code(c.attrs().get_int("to"));
-                                        },
-                                        shapes_same_as_input0, run_cast}));
+const OpDef kCast = with_symbolic_value(
+    symbolic_value_cast,
+    with_grad(grad_cast, with_element(emit_cast, {"Cast", 1, 1, 1, 1,
+                                                  [](TypeCtx& c) {
+                                                    c.out[0] = dtype_from_onnx_code(
+                                                        c.attrs().get_int("to"));
+                                                  },
+                                                  shapes_same_as_input0, run_cast})));
 
 // CastLike(x, like): Cast to like's dtype; like's shape and values are not read. No element
 // emitter: the region compiler would read `like` at x's index, but its shape need not broadcast.

@@ -316,7 +316,7 @@ struct Session::Impl {
     const std::vector<bool> stable = tracker->stable();
     symbolic = tracker->symbolic_dims();
     value_shapes = shapes_seen(*tracker);  // (the merge of tiers asks for value guards)
-    partition = build_regions(graph, stable, region_options());
+    partition = build_regions(graph, stable, region_options(stable));
     const std::shared_ptr<const ExecutableGraph> before = published().exec;
     std::vector<RegionPlan> old = before ? before->regions() : std::vector<RegionPlan>{};
     std::vector<RegionPlan> plans;
@@ -372,7 +372,7 @@ struct Session::Impl {
   }
 
   // What may join a region: the op, then this node's dtypes etc. (the JIT's reason when not).
-  RegionOptions region_options() {
+  RegionOptions region_options(const std::vector<bool>& stable) {
     RegionOptions ro;
     ro.min_region_ops = options.min_region_ops;
     not_compilable.assign(graph.nodes.size(), "");
@@ -397,9 +397,15 @@ struct Session::Impl {
       };
     // Merging tiers (SessionOptions::merge_tiers): one kernel for a static region and an
     // adjacent dynamic one where the merged region is a dynamic region the JIT compiles (its
-    // stable ops' dims stay constants, so they lose no specialisation).
-    if (ro.dynamic && options.merge_tiers)
-      ro.merge_tiers = [this](const Graph& g, const std::vector<int32_t>& nodes) {
+    // stable ops' dims stay constants, so they lose no specialisation). Without the option, a
+    // static region of shape arithmetic only (small integer values: Shape(x)[0:2] concatenated
+    // with constants) still merges, since it costs nothing to make again and would otherwise cut
+    // the dynamic region it sits in two (the region making x, the one reshaping by it).
+    if (ro.dynamic)
+      ro.merge_tiers = [this, stable](const Graph& g, const std::vector<int32_t>& nodes) {
+        if (!options.merge_tiers)
+          for (int32_t n : nodes)
+            if (stable[n] && !small_integers(g.nodes[n])) return false;
         Region r = region_of_nodes(g, nodes);
         r.dynamic = true;
         for (int32_t n : nodes)
@@ -407,6 +413,19 @@ struct Session::Impl {
         return dynamic_shapes(r).why_interpreted.empty();
       };
     return ro;
+  }
+
+  // Whether node n makes small integer values only (at most 64 elements of i32 or i64, at a static
+  // shape): shape arithmetic.
+  bool small_integers(const Node& n) const {
+    for (ValueId v : n.outputs) {
+      const DType t = graph.values[v].dtype;
+      const std::optional<SymShape>& s = symbolic.values[v];
+      if ((t != DType::i64 && t != DType::i32) || !s || !is_static(*s) ||
+          numel(eval_shape(*s, {})) > 64)
+        return false;
+    }
+    return true;
   }
 
   // A dynamic region's shapes over symbols of its own (numbered in the order its inputs name
@@ -471,23 +490,21 @@ struct Session::Impl {
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
     // A kernel's shapes come from the symbols alone. The values they may depend on are a
-    // Reshape's or Expand's shape operand and a Slice's ends, each a region input whose elements
-    // were forms of the region's symbols in every warm-up run (Shape(x) -> Gather -> Concat, as
-    // exporters write x.view(x.size(0), -1)): the guard checks those elements, and the op's
-    // planned output must be what its rule makes of them. Any other value keeps the region
-    // interpreted (a static region guards such values).
+    // Reshape's or Expand's shape operand and a Slice's ends whose elements are forms of the
+    // region's symbols (Shape(x) -> Gather -> Concat, as exporters write x.view(x.size(0), -1)):
+    // a region input whose elements were such forms in every warm-up run (the guard checks them),
+    // or a value the region computes from its own shapes and such inputs (ops::symbolic_value).
+    // The op's planned output must be what its rule makes of those forms. Any other value keeps
+    // the region interpreted (a static region guards such values).
     const ValueGuards vg = value_guards(graph, r, value_shapes, tracker->small_values());
     if (!vg.why_not.empty()) {
       p.why_interpreted = vg.why_not;
-    } else if (!vg.guards.empty() && p.why_interpreted.empty()) {
-      std::string why;
-      if (!symbolic_value_guards(r, vg, local, p, why))
-        p.why_interpreted = "its shapes depend on the values of '" +
-                            graph.values[r.inputs[vg.guards.front().first]].name + "'" + why;
+    } else if ((!vg.guards.empty() || vg.of_shapes) && p.why_interpreted.empty()) {
+      std::vector<SymDim> used;  // (symbolic elements: each must be 1 or more)
+      if (std::string why = symbolic_value_guards(r, vg, local, p, used); !why.empty())
+        p.why_interpreted = "its shapes depend on the values of " + why;
       else
-        for (const auto& [i, elems] : p.value_sym_guards)
-          for (const SymDim& d : elems)
-            if (d.symbolic()) require(d, 1);  // (0 would make Reshape copy the input's dim)
+        for (const SymDim& d : used) require(d, 1);  // (0 would make Reshape copy the input's dim)
     }
     if (p.why_interpreted.empty()) collapse_divided_symbols(p);
     return p;
@@ -645,56 +662,96 @@ struct Session::Impl {
   }
 
   // Fills p.value_sym_guards for vg's guards when every value the region's shape rules read is
-  // the shape operand of a Reshape or an Expand or a Slice's ends, a region input with symbolic
-  // elements (ShapeTracker::SymbolicDims::elements); else returns false and why not (text to
-  // append, maybe empty).
-  bool symbolic_value_guards(const Region& r, const ValueGuards& vg,
-                             const std::vector<int32_t>& local, RegionPlan& p,
-                             std::string& why) const {
+  // the shape operand of a Reshape or an Expand or a Slice's ends whose elements are forms of the
+  // symbols: a region input with symbolic elements (ShapeTracker::SymbolicDims::elements), or a
+  // value the region makes from its shapes and such inputs (region_elements). Returns "" and adds
+  // the symbolic elements read to `used`, or why not ("'value'" and maybe more).
+  std::string symbolic_value_guards(const Region& r, const ValueGuards& vg,
+                                    const std::vector<int32_t>& local, RegionPlan& p,
+                                    std::vector<SymDim>& used) const {
+    const auto quoted = [&](ValueId v) { return "'" + graph.values[v].name + "'"; };
     for (const auto& [node, k] : vg.reads) {
       const Node& n = graph.nodes[node];
       if (graph.values[n.inputs[k]].initializer.defined()) continue;  // (in the code)
       const bool shape_operand = (n.op == OpKind::Reshape || n.op == OpKind::Expand) && k == 1;
-      if (!(shape_operand || (n.op == OpKind::Slice && k == 2)) ||
-          std::find(r.inputs.begin(), r.inputs.end(), n.inputs[k]) == r.inputs.end())
-        return false;
+      if (!(shape_operand || (n.op == OpKind::Slice && k == 2))) return quoted(n.inputs[k]);
     }
+    // The guarded inputs' elements, over the region's symbols.
+    std::vector<std::optional<SymShape>> elements(graph.values.size());
     std::vector<std::pair<size_t, SymShape>> guards;
-    std::vector<std::pair<SymDim, int64_t>> needs;  // (for p.dim_checks)
-    const auto require = [&](const SymDim& d, int64_t least) { needs.emplace_back(d, least); };
     for (const auto& [i, values] : vg.guards) {
       const ValueId v = r.inputs[i];
-      if (static_cast<size_t>(v) >= symbolic.elements.size() || !symbolic.elements[v]) {
-        why = ", not forms of its symbols";
-        return false;
-      }
+      if (static_cast<size_t>(v) >= symbolic.elements.size() || !symbolic.elements[v])
+        return quoted(v) + ", not forms of its symbols";
       SymShape e = *symbolic.elements[v];
       for (SymDim& d : e) {
         if (!d.symbolic()) continue;
         const int32_t k = local[static_cast<size_t>(d.sym)];
-        if (k < 0) {
-          why = ", forms of a symbol none of its inputs has";
-          return false;
-        }
+        if (k < 0) return quoted(v) + ", forms of a symbol none of its inputs has";
         d.sym = k;
       }
-      for (const auto& [node, slot] : vg.reads)
-        if (graph.nodes[node].inputs[slot] == v)
-          if (std::string no = graph.nodes[node].op == OpKind::Reshape
-                                   ? reshape_matches(p, graph.nodes[node], e)
-                               : graph.nodes[node].op == OpKind::Expand
-                                   ? expand_matches(p, graph.nodes[node], e)
-                                   : slice_matches(p, graph.nodes[node], e, require);
-              !no.empty()) {
-            why = " (" + std::string(op_name(graph.nodes[node].op)) + " '" +
-                  graph.nodes[node].name + "': " + no + ")";
-            return false;
-          }
+      elements[v] = e;
       guards.emplace_back(i, std::move(e));
     }
+    std::vector<std::pair<SymDim, int64_t>> needs;  // (for p.dim_checks)
+    const auto require = [&](const SymDim& d, int64_t least) { needs.emplace_back(d, least); };
+    for (const auto& [node, k] : vg.reads) {
+      const Node& n = graph.nodes[node];
+      const ValueId v = n.inputs[k];
+      if (graph.values[v].initializer.defined()) continue;
+      const std::optional<SymShape> e = region_elements(r, p, v, elements);
+      if (!e) return quoted(v) + ", computed in it from values not forms of its symbols";
+      const std::string no = n.op == OpKind::Reshape  ? reshape_matches(p, n, *e)
+                             : n.op == OpKind::Expand ? expand_matches(p, n, *e)
+                                                      : slice_matches(p, n, *e, require);
+      if (!no.empty())
+        return quoted(v) + " (" + std::string(op_name(n.op)) + " '" + n.name + "': " + no + ")";
+      for (const SymDim& d : *e)
+        if (d.symbolic()) used.push_back(d);
+    }
+    for (const auto& [i, e] : guards)
+      for (const SymDim& d : e)
+        if (d.symbolic()) used.push_back(d);
     p.value_sym_guards = std::move(guards);
     p.dim_checks.insert(p.dim_checks.end(), needs.begin(), needs.end());
-    return true;
+    return "";
+  }
+
+  // The elements of value v of region r as forms of p's symbols, memoised in `known` (which
+  // holds the guarded inputs'): a constant's, or those the region's nodes make from their
+  // inputs' planned shapes and elements (ops::symbolic_value); nullopt where not known.
+  std::optional<SymShape> region_elements(const Region& r, const RegionPlan& p, ValueId v,
+                                          std::vector<std::optional<SymShape>>& known) const {
+    if (known[v]) return known[v];
+    const ValueInfo& val = graph.values[v];
+    if (val.initializer.defined()) {
+      if ((val.dtype != DType::i64 && val.dtype != DType::i32) || val.initializer.numel() > 64)
+        return std::nullopt;
+      SymShape e;
+      for (int64_t x : val.initializer.to_int64()) e.push_back(SymDim::constant(x));
+      return known[v] = e;
+    }
+    const int32_t producer = val.producer;
+    if (producer < 0 || !std::binary_search(r.nodes.begin(), r.nodes.end(), producer))
+      return std::nullopt;  // (an input not guarded by value)
+    const Node& n = graph.nodes[producer];
+    if (n.outputs.size() != 1) return std::nullopt;
+    const bool of_shapes = ops::op_def(n.op).value_of_shapes;
+    std::vector<std::optional<SymShape>> elems(n.inputs.size());
+    std::vector<const SymShape*> in(n.inputs.size(), nullptr), el(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] == kNoValue) continue;
+      in[i] = planned(p, n.inputs[i]);
+      if (!of_shapes) elems[i] = region_elements(r, p, n.inputs[i], known);
+      if (elems[i]) el[i] = &*elems[i];
+    }
+    try {
+      std::optional<SymShape> e = ops::symbolic_value(graph, n, in, el);
+      if (e) known[v] = e;
+      return e;
+    } catch (const Error&) {  // (parameters the op's rule rejects)
+      return std::nullopt;
+    }
   }
 
   void compile_dynamic(RegionPlan& p) {
@@ -1090,7 +1147,7 @@ struct Session::Impl {
     SignaturePlan sp;
     sp.profile = std::move(profile);
     const std::vector<bool> all_stable(graph.nodes.size(), true);
-    sp.partition = build_regions(graph, all_stable, region_options());
+    sp.partition = build_regions(graph, all_stable, region_options(all_stable));
     std::vector<RegionPlan> plans;
     Batch batch(*this);
     for (const Region& r : sp.partition.regions)

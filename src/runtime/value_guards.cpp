@@ -62,6 +62,10 @@ ValueGuards value_guards(const Graph& g, const Region& r, const std::vector<Shap
     todo.pop_back();
     if (seen[v] || g.values[v].initializer.defined()) continue;  // constants: in the code
     seen[v] = true;
+    if (producer[v] >= 0 && ops::op_def(g.nodes[producer[v]].op).value_of_shapes) {
+      result.of_shapes = true;  // (made from shapes the region's guard fixes or binds)
+      continue;
+    }
     if (producer[v] >= 0) {  // made in the region: guard what it is computed from
       for (ValueId in : g.nodes[producer[v]].inputs)
         if (in != kNoValue) todo.push_back(in);

@@ -11,6 +11,8 @@
 // Which inputs a shape rule reads is the rule's own answer (ops::ShapeCtx::values_read), so no
 // list of "shape operands" has to be kept in step with the ops. A value made inside the region
 // is followed back to the region inputs it is computed from; each of those is guarded by value.
+// The walk stops at a value made from shapes alone (Shape(x) in the region): the shape guard
+// covers it.
 //
 //   ValueGuards vg = value_guards(g, region, shapes, tracker.small_values());
 //   if (!vg.why_not.empty()) -> leave the region interpreted (a value that cannot be guarded)
@@ -38,6 +40,10 @@ struct ValueGuards {
   std::string why_not;
   // Every (node index, input slot) of the region whose value a shape rule reads.
   std::vector<std::pair<int32_t, size_t>> reads;
+  // Whether such a value is computed in the region from its shapes (Shape, Size: OpDef::
+  // value_of_shapes), which the shape guard fixes (a static region) or gives as forms of the
+  // symbols (a dynamic one: the planner follows it, ops::symbolic_value).
+  bool of_shapes = false;
 };
 
 // `shapes` per value id (as planned), `values` per value id (the recorded small values; undefined

@@ -1,6 +1,7 @@
 // Tests for Shape, Range and ConstantOfShape.
 #include <limits>
 
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -136,4 +137,27 @@ TEST_CASE("Size: element count as an i64 scalar, any dtype") {
   check_close(n, {}, {42});
   check_close(run_op(OpKind::Size, {Tensor::zeros(DType::f32, {4, 0})})[0], {}, {0});
   check_close(run_op(OpKind::Size, {Tensor::scalar(true)})[0], {}, {1});
+}
+
+// A shape's dims made in a kernel: the whole shape, its tail, and a window clipped by `end`.
+SG_LOWERING_SAMPLE(Shape, dims) {
+  const ValueId x = s.input(DType::f32, {n, 3, 5});
+  s.output(s.b.shape(x));
+  s.output(s.b.shape(x, Attributes{{"start", int64_t{-2}}}));
+  s.output(s.b.shape(x, Attributes{{"start", int64_t{1}}, {"end", int64_t{2}}}));
+}
+
+// x.view(x.size(0), -1) as exporters write it, compiled whole: Shape -> Slice -> Concat ->
+// Reshape, and a Size beside it.
+SG_LOWERING_SAMPLE(Shape, reshape_to_it) {
+  const ValueId x = s.input(DType::f32, {n, 2, 3});
+  const ValueId lead = s.b.slice(s.b.shape(x), s.b.ints({0}), s.b.ints({1}));
+  const ValueId spec = s.b.concat(lead, s.b.ints({-1}), Attributes{{"axis", int64_t{0}}});
+  s.output(s.b.reshape(s.b.relu(x), spec));
+}
+
+SG_LOWERING_SAMPLE(Size, count) {
+  const ValueId x = s.input(DType::f32, {n, 3});
+  s.output(s.b.size(x));
+  s.output(s.b.size(s.b.transpose(x)));
 }

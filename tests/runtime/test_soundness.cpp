@@ -2,6 +2,7 @@
 // covers every value the plan's shapes were derived from, a call that throws changes nothing, and
 // a runtime helper's failure inside a kernel becomes an sgraph::Error.
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,9 +132,10 @@ TEST_CASE("Soundness: regions that differ in one baked-in value get different ke
   }
 }
 
-TEST_CASE("Soundness: a shape computed from Shape(x) is guarded by value") {
-  // Expand(c, Shape(x)) + 1: the region {Expand, Add} reads Shape(x)'s output, whose shape ([2])
-  // never changes while its values do.
+TEST_CASE("Soundness: a shape computed from Shape(x) in a static region follows x's shape guard") {
+  // Expand(c, Shape(x)) + 1: Shape(x)'s output keeps its shape ([2]) while its values change. It is
+  // made in the region, from x's shape, which the region's guard fixes: no value guard is needed,
+  // and a call of another n misses.
   GraphBuilder b("expand_to_x");
   const ValueId x = b.input("x", DType::f32, {Dim("n"), 3});
   const ValueId c = b.constant("c", random_f32({1, 3}, 3));
@@ -154,10 +156,14 @@ TEST_CASE("Soundness: a shape computed from Shape(x) is guarded by value") {
   }
   const Report rep = s.report();
   CHECK(rep.guard_misses >= 2);
-  bool guarded = false;
+  CHECK(rep.kernel_calls >= 2);
+  bool shape_compiled = false, guarded = false;
+  for (const OpReport& o : rep.ops)
+    shape_compiled |= o.op == OpKind::Shape && o.region >= 0 &&
+                      rep.regions.at(static_cast<size_t>(o.region)).compiled;
   for (const RegionReport& r : rep.regions) guarded |= !r.value_guarded.empty();
-  CHECK(guarded);
-  CHECK(contains(rep.to_text(), "guarded by value: "));
+  CHECK(shape_compiled);
+  CHECK_FALSE(guarded);
 }
 
 TEST_CASE("Soundness: a Reshape whose shape is a graph input is guarded by value") {
@@ -216,36 +222,51 @@ const RegionReport* reshape_region(const Report& rep) {
 
 TEST_CASE("Soundness: a dynamic Reshape to Shape(x)'s batch and a constant, guarded as forms") {
   // x.view(x.size(0), -1) as exporters write it: Shape -> Gather -> Unsqueeze -> Concat. The shape
-  // ops keep their shapes (stable) while their values follow the batch; the Reshape and its
-  // neighbours form a dynamic region that reads the Concat's value as a region input.
-  for (const int64_t tail : {12, -1}) {
-    CAPTURE(tail);
-    GraphBuilder b("flatten_by_shape");
-    const ValueId x = b.input("x", DType::f32, {Dim("n"), 4, 3});
-    const ValueId n = b.unsqueeze(
-        b.gather(b.shape(x), b.constant("zero", Tensor::scalar<int64_t>(0))), b.ints({0}));
-    const ValueId spec = b.concat(n, b.ints({tail}), Attributes{{"axis", int64_t{0}}});
-    b.output(b.relu(b.reshape(b.mul(x, b.scalar(2.0f)), spec)), "y");
-    const Graph g = b.build();
-    Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
-    Session ref(g, SessionOptions{.interpret_only = true});
-    for (int64_t batch : {2, 3, 5, 1, 7, 2, 16}) {
-      CAPTURE(batch);
-      const std::vector<Tensor> in = {random_f32({batch, 4, 3}, static_cast<uint32_t>(batch))};
-      const std::vector<Tensor> got = s.run(in), want = ref.run(in);
-      check_tensors_close(got[0], want[0]);
+  // ops keep their shapes (stable) while their values follow the batch. Made in the region, the
+  // operand is known from the symbols (ops::symbolic_value): one region, no value guard. Given
+  // by the caller (`given`), it is a region input whose elements the guard checks as forms.
+  for (const bool given : {false, true})
+    for (const int64_t tail : {12, -1}) {
+      CAPTURE(given);
+      CAPTURE(tail);
+      GraphBuilder b("flatten_by_shape");
+      const ValueId x = b.input("x", DType::f32, {Dim("n"), 4, 3});
+      ValueId spec = kNoValue;
+      if (given) {
+        spec = b.input("spec", DType::i64, {2});
+      } else {
+        const ValueId n = b.unsqueeze(
+            b.gather(b.shape(x), b.constant("zero", Tensor::scalar<int64_t>(0))), b.ints({0}));
+        spec = b.concat(n, b.ints({tail}), Attributes{{"axis", int64_t{0}}});
+      }
+      b.output(b.relu(b.reshape(b.mul(x, b.scalar(2.0f)), spec)), "y");
+      const Graph g = b.build();
+      Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+      Session ref(g, SessionOptions{.interpret_only = true});
+      for (int64_t batch : {2, 3, 5, 1, 7, 2, 16}) {
+        CAPTURE(batch);
+        std::vector<Tensor> in = {random_f32({batch, 4, 3}, static_cast<uint32_t>(batch))};
+        if (given) in.push_back(ints({batch, tail}));
+        const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+        check_tensors_close(got[0], want[0]);
+      }
+      const Report rep = s.report();
+      const RegionReport* r = reshape_region(rep);
+      REQUIRE(r != nullptr);
+      CHECK(r->dynamic);
+      CHECK_MESSAGE(r->compiled, r->why_interpreted);
+      CHECK(r->kernel_calls == 4);
+      CHECK(r->guard_misses == 0);
+      if (given) {
+        REQUIRE(r->value_guarded.size() == 1);
+        CHECK(contains(r->value_guarded[0], tail == 12 ? "= [n,12]" : "= [n,-1]"));
+        CHECK(contains(rep.to_text(), "guarded by value: "));
+      } else {
+        CHECK(r->value_guarded.empty());
+        CHECK(rep.regions.size() == 1);  // (the shape ops in it)
+        for (const OpReport& o : rep.ops) CHECK_MESSAGE(o.region == 0, o.node);
+      }
     }
-    const Report rep = s.report();
-    const RegionReport* r = reshape_region(rep);
-    REQUIRE(r != nullptr);
-    CHECK(r->dynamic);
-    CHECK_MESSAGE(r->compiled, r->why_interpreted);
-    CHECK(r->kernel_calls == 4);
-    CHECK(r->guard_misses == 0);
-    REQUIRE(r->value_guarded.size() == 1);
-    CHECK(contains(r->value_guarded[0], tail == 12 ? "= [n,12]" : "= [n,-1]"));
-    CHECK(contains(rep.to_text(), "guarded by value: "));
-  }
 }
 
 TEST_CASE("Soundness: a dynamic Expand to a shape made from Shape(x), guarded as forms") {
@@ -276,9 +297,14 @@ TEST_CASE("Soundness: a dynamic Expand to a shape made from Shape(x), guarded as
   const Report rep = s.report();
   const auto [calls, guarded, misses] = dynamic_tally(rep);
   CHECK(calls >= 3);
-  CHECK(guarded == 2);
+  CHECK(guarded == 0);  // (the operands are made in the region, from x's shape)
   CHECK(misses == 0);
   CHECK(rep.guard_misses == 0);
+  std::set<int32_t> shaping;  // (the regions of the shape ops and the Expands: one)
+  for (const OpReport& o : rep.ops)
+    if (o.op != OpKind::Mul) shaping.insert(o.region);
+  CHECK(shaping.size() == 1);
+  CHECK(*shaping.begin() >= 0);
 }
 
 TEST_CASE("Soundness: a dynamic Slice to computed ends: a position table cut to the length") {
@@ -308,8 +334,9 @@ TEST_CASE("Soundness: a dynamic Slice to computed ends: a position table cut to 
   const Report rep = s.report();
   const auto [calls, guarded, misses] = dynamic_tally(rep);
   CHECK(calls == 4);
-  CHECK(guarded == 1);
+  CHECK(guarded == 0);  // (the ends are made in the region; the guard checks 16 - s >= 0)
   CHECK(misses == 0);
+  CHECK(rep.regions.size() == 1);
 }
 
 TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops following misses") {
