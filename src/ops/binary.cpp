@@ -245,26 +245,68 @@ void grad_where(GradCtx& c) {  // the chosen value input gets dy, the other 0; c
   if (c.wants(2)) c.set(2, c.sum_to(c.b.where(c.in(0), zero, c.dout(0)), c.in(2)));
 }
 
+// Add, Sub and Mul of a shape's elements by constants (x.size(1) * 2, a length less one), for
+// integer vectors of known elements, one of them a single element or both the same length: a
+// form stays one (a multiple of a floor division is none); nullopt otherwise.
+std::optional<SymShape> symbolic_value_arith(const Graph& g, const Node& n,
+                                             std::span<const SymShape* const>,
+                                             std::span<const SymShape* const> elems) {
+  const DType t = g.values[n.outputs[0]].dtype;
+  if ((t != DType::i64 && t != DType::i32) || !elems[0] || !elems[1]) return std::nullopt;
+  const SymShape &a = *elems[0], &b = *elems[1];
+  if (!(a.size() == b.size() || a.size() == 1 || b.size() == 1)) return std::nullopt;
+  const auto one = [&](const SymDim& x, const SymDim& y) -> std::optional<SymDim> {
+    if (x.symbolic() && y.symbolic()) return std::nullopt;
+    if (!x.symbolic() && !y.symbolic())
+      return SymDim::constant(n.op == OpKind::Add   ? x.offset + y.offset
+                              : n.op == OpKind::Sub ? x.offset - y.offset
+                                                    : x.offset * y.offset);
+    if (n.op == OpKind::Add) return x.symbolic() ? x.plus(y.offset) : y.plus(x.offset);
+    if (n.op == OpKind::Sub) {
+      if (!x.symbolic()) return std::nullopt;  // (c - dim: a negative scale)
+      return x.plus(-y.offset);
+    }
+    const SymDim& d = x.symbolic() ? x : y;
+    const int64_t c = x.symbolic() ? y.offset : x.offset;
+    if (c == 0) return SymDim::constant(0);
+    if (c < 0 || !d.affine()) return std::nullopt;
+    return SymDim{d.sym, d.scale * c, d.offset * c, 1};
+  };
+  SymShape out;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::optional<SymDim> r = one(a[a.size() == 1 ? 0 : i], b[b.size() == 1 ? 0 : i]);
+    if (!r) return std::nullopt;
+    out.push_back(*r);
+  }
+  return out;
+}
+
 }  // namespace
 
 extern const OpDef kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kLess, kWhere;
 extern const OpDef kGreaterOrEqual, kLessOrEqual, kAnd, kOr, kXor, kMod, kSum, kMean, kPRelu;
 
-const OpDef kAdd = with_grad(
-    grad_add,
-    with_element(emit_add, {"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                              arith(c, [](auto a, auto b) { return wrap_add(a, b); });
-                            }}));
-const OpDef kSub = with_grad(
-    grad_sub,
-    with_element(emit_sub, {"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                              arith(c, [](auto a, auto b) { return wrap_sub(a, b); });
-                            }}));
-const OpDef kMul = with_grad(
-    grad_mul,
-    with_element(emit_mul, {"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                              arith(c, [](auto a, auto b) { return wrap_mul(a, b); });
-                            }}));
+const OpDef kAdd = with_symbolic_value(
+    symbolic_value_arith,
+    with_grad(
+        grad_add,
+        with_element(emit_add, {"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                                  arith(c, [](auto a, auto b) { return wrap_add(a, b); });
+                                }})));
+const OpDef kSub = with_symbolic_value(
+    symbolic_value_arith,
+    with_grad(
+        grad_sub,
+        with_element(emit_sub, {"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                                  arith(c, [](auto a, auto b) { return wrap_sub(a, b); });
+                                }})));
+const OpDef kMul = with_symbolic_value(
+    symbolic_value_arith,
+    with_grad(
+        grad_mul,
+        with_element(emit_mul, {"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
+                                  arith(c, [](auto a, auto b) { return wrap_mul(a, b); });
+                                }})));
 // Integer division truncates toward zero (lowest / -1 wraps to lowest); division by zero is an
 // error for integers.
 const OpDef kDiv = with_grad(

@@ -2,6 +2,8 @@
 // the input's producers are not asked for anything. A static region's dims are constants; a
 // dynamic region's are computed from its symbols where the element is made (so a shape vector
 // an exporter builds from Shape(x) costs a few integer ops, and never leaves the kernel).
+// Range's (integers): element i is start + i * delta, whatever the limit; the output's size is
+// the plan's (a dynamic region's planner checks it against the limit's form).
 #include "ops/lowering.h"
 #include "ops/op.h"
 
@@ -35,6 +37,29 @@ llvm::Value* generate_size(Emitter& e, const Node& n, const Index&) {
   return e.count(input_dims(e, n));
 }
 
+// An integer Range's element i: start + i * delta, wrapping as the interpreter's does.
+llvm::Value* generate_range(Emitter& e, const Node& n, const Index& idx) {
+  llvm::IRBuilderBase& b = e.b;
+  const auto scalar = [&](size_t i) {
+    const Index at(e.planned_shape(n.inputs[i]).size(), e.i64(0));  // (rank 0 or [1])
+    return b.CreateSExtOrTrunc(e.element(n.inputs[i], at), b.getInt64Ty());
+  };
+  llvm::Value* v = b.CreateAdd(scalar(0), b.CreateMul(idx[0], scalar(2)));
+  return b.CreateTrunc(v, element_type(e.context(), e.dtype(n.outputs[0])));
+}
+
+std::string why_not_range(const Graph& g, const Node& n) {
+  const DType t = g.values[n.outputs[0]].dtype;
+  return t == DType::i64 || t == DType::i32 ? "" : "a float Range";
+}
+
+// Its start and delta constants: the planner knows the count's form from the limit's.
+std::string why_not_dynamic_range(const Graph& g, const Node& n,
+                                  const std::vector<const SymShape*>&, const SymShape&) {
+  if (!is_constant(g, n, 0) || !is_constant(g, n, 2)) return "its start or delta is not a constant";
+  return "";
+}
+
 // Any symbolic dims: the elements are made from them.
 std::string any_dims(const Graph&, const Node&, const std::vector<const SymShape*>&,
                      const SymShape&) {
@@ -43,8 +68,10 @@ std::string any_dims(const Graph&, const Node&, const std::vector<const SymShape
 
 }  // namespace
 
-extern const Lowering kShapeLowering, kSizeLowering;
+extern const Lowering kShapeLowering, kSizeLowering, kRangeLowering;
 const Lowering kShapeLowering{.why_not_dynamic = any_dims, .generate = generate_shape};
 const Lowering kSizeLowering{.why_not_dynamic = any_dims, .generate = generate_size};
+const Lowering kRangeLowering{
+    .why_not = why_not_range, .why_not_dynamic = why_not_dynamic_range, .generate = generate_range};
 
 }  // namespace sgraph::ops

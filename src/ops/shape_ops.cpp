@@ -164,7 +164,7 @@ void run_constant_of_shape(KernelCtx& c) {
 
 extern const OpDef kShape, kSize, kRange, kConstantOfShape;
 
-extern const Lowering kShapeLowering, kSizeLowering;  // shape_jit.cpp
+extern const Lowering kShapeLowering, kSizeLowering, kRangeLowering;  // shape_jit.cpp
 
 constexpr OpDef of_shapes(OpDef def) {
   def.value_of_shapes = true;
@@ -179,7 +179,8 @@ const OpDef kSize = with_lowering(
     &kSizeLowering,
     with_symbolic_value(symbolic_value_size,
                         of_shapes({"Size", 1, 1, 1, 1, types_i64, shapes_scalar, run_size})));
-const OpDef kRange{"Range", 3, 3, 1, 1, types_range, shapes_range, run_range};
+const OpDef kRange =
+    with_lowering(&kRangeLowering, {"Range", 3, 3, 1, 1, types_range, shapes_range, run_range});
 const OpDef kConstantOfShape{"ConstantOfShape",
                              1,
                              1,

@@ -490,12 +490,13 @@ struct Session::Impl {
       p.output_dtypes.push_back(graph.values[v].dtype);
     }
     // A kernel's shapes come from the symbols alone. The values they may depend on are a
-    // Reshape's or Expand's shape operand and a Slice's ends whose elements are forms of the
-    // region's symbols (Shape(x) -> Gather -> Concat, as exporters write x.view(x.size(0), -1)):
-    // a region input whose elements were such forms in every warm-up run (the guard checks them),
-    // or a value the region computes from its own shapes and such inputs (ops::symbolic_value).
-    // The op's planned output must be what its rule makes of those forms. Any other value keeps
-    // the region interpreted (a static region guards such values).
+    // Reshape's or Expand's shape operand, a Slice's ends and a Range's limit (its start and
+    // delta constants), whose elements are forms of the region's symbols (Shape(x) -> Gather ->
+    // Concat, as exporters write x.view(x.size(0), -1)): a region input whose elements were such
+    // forms in every warm-up run (the guard checks them), or a value the region computes from its
+    // own shapes and such inputs (ops::symbolic_value). The op's planned output must be what its
+    // rule makes of those forms. Any other value keeps the region interpreted (a static region
+    // guards such values).
     const ValueGuards vg = value_guards(graph, r, value_shapes, tracker->small_values());
     if (!vg.why_not.empty()) {
       p.why_interpreted = vg.why_not;
@@ -661,11 +662,25 @@ struct Session::Impl {
     return "";
   }
 
+  // symbolic_value_guards' planned output of Range node n for its start, limit and delta forms
+  // (over p's symbols): "" when p.planned_sym has the count ceil((limit - start) / delta), its
+  // start and delta constants (delta >= 1), else why not. (A count below the planned dim's least
+  // value, an empty or negative one included, fails that dim's guard check.)
+  std::string range_matches(const RegionPlan& p, const Node& n, const SymDim& start,
+                            const SymDim& limit, const SymDim& delta) const {
+    const SymShape* out = planned(p, n.outputs[0]);
+    if (!out || out->size() != 1) return "its output's rank";
+    if (start.symbolic() || delta.symbolic() || delta.offset < 1) return "its start or delta";
+    const SymDim count = limit.plus(delta.offset - 1 - start.offset).divided(delta.offset);
+    return (*out)[0] == count ? "" : "its size not the count its limit gives";
+  }
+
   // Fills p.value_sym_guards for vg's guards when every value the region's shape rules read is
-  // the shape operand of a Reshape or an Expand or a Slice's ends whose elements are forms of the
-  // symbols: a region input with symbolic elements (ShapeTracker::SymbolicDims::elements), or a
-  // value the region makes from its shapes and such inputs (region_elements). Returns "" and adds
-  // the symbolic elements read to `used`, or why not ("'value'" and maybe more).
+  // the shape operand of a Reshape or an Expand, a Slice's ends or a Range's scalars, whose
+  // elements are forms of the symbols: a region input with symbolic elements
+  // (ShapeTracker::SymbolicDims::elements), or a value the region makes from its shapes and such
+  // inputs (region_elements). Returns "" and adds the symbolic elements read to `used`, or why not
+  // ("'value'" and maybe more).
   std::string symbolic_value_guards(const Region& r, const ValueGuards& vg,
                                     const std::vector<int32_t>& local, RegionPlan& p,
                                     std::vector<SymDim>& used) const {
@@ -674,7 +689,8 @@ struct Session::Impl {
       const Node& n = graph.nodes[node];
       if (graph.values[n.inputs[k]].initializer.defined()) continue;  // (in the code)
       const bool shape_operand = (n.op == OpKind::Reshape || n.op == OpKind::Expand) && k == 1;
-      if (!(shape_operand || (n.op == OpKind::Slice && k == 2))) return quoted(n.inputs[k]);
+      if (!(shape_operand || (n.op == OpKind::Slice && k == 2) || n.op == OpKind::Range))
+        return quoted(n.inputs[k]);
     }
     // The guarded inputs' elements, over the region's symbols.
     std::vector<std::optional<SymShape>> elements(graph.values.size());
@@ -698,6 +714,19 @@ struct Session::Impl {
     for (const auto& [node, k] : vg.reads) {
       const Node& n = graph.nodes[node];
       const ValueId v = n.inputs[k];
+      if (n.op == OpKind::Range) {  // (its three scalars at once)
+        if (k != 1) continue;
+        std::optional<SymShape> e[3];
+        for (size_t i = 0; i < 3; ++i) {
+          e[i] = region_elements(r, p, n.inputs[i], elements);
+          if (!e[i] || e[i]->size() != 1)
+            return quoted(n.inputs[i]) + ", not a form of its symbols";
+        }
+        if (std::string no = range_matches(p, n, e[0]->front(), e[1]->front(), e[2]->front());
+            !no.empty())
+          return quoted(v) + " (Range '" + n.name + "': " + no + ")";
+        continue;
+      }
       if (graph.values[v].initializer.defined()) continue;
       const std::optional<SymShape> e = region_elements(r, p, v, elements);
       if (!e) return quoted(v) + ", computed in it from values not forms of its symbols";

@@ -310,6 +310,17 @@ std::string check_dynamic(const Build& f, bool fused) {
   for (const Built& w : warm) feeds.push_back(w.feeds);
   Dynamic d(g, feeds);
   if (d.sd.symbols.empty()) return "no dim depends on n";
+  // (As the Session's planner: a symbol the inputs do not give cannot be bound.)
+  std::vector<bool> given(d.sd.symbols.size(), false);
+  for (ValueId v : d.r.inputs)
+    if (d.sd.values[v])
+      for (const SymDim& dim : *d.sd.values[v])
+        if (dim.symbolic()) given[static_cast<size_t>(dim.sym)] = true;
+  for (ValueId v : d.r.outputs)
+    if (d.sd.values[v])
+      for (const SymDim& dim : *d.sd.values[v])
+        if (dim.symbolic() && !given[static_cast<size_t>(dim.sym)])
+          return "a symbol of its outputs is none of its inputs'";
   if (!compiled(d.c)) return d.c.why_not;
   int served = 0;
   for (int64_t n : kServeSizes) {

@@ -161,3 +161,24 @@ SG_LOWERING_SAMPLE(Size, count) {
   s.output(s.b.size(x));
   s.output(s.b.size(s.b.transpose(x)));
 }
+
+// Positions as exporters write them, arange(x.size(0)), and ranges to a computed limit (n + 3)
+// and from a negative start, in i64 and i32; the dynamic tier checks each count against its
+// limit's form. (A strided range's count, (n + 3) / 2 here, is a form no warm-up fits yet.)
+SG_LOWERING_SAMPLE(Range, to_a_dim) {
+  const ValueId x = s.input(DType::f32, {n, 3});
+  const ValueId len = s.b.gather(s.b.shape(x), s.b.scalar<int64_t>(0));
+  s.output(s.b.range(s.b.scalar<int64_t>(0), len, s.b.scalar<int64_t>(1)));
+  s.output(s.b.range(s.b.scalar<int64_t>(1), s.b.add(len, s.b.scalar<int64_t>(3)),
+                     s.b.scalar<int64_t>(1)));
+  const ValueId len32 = s.b.cast(len, Attributes{{"to", int64_t{6}}});  // (INT32)
+  s.output(s.b.range(s.b.scalar<int32_t>(-2), len32, s.b.scalar<int32_t>(1)));
+}
+
+// A strided range, compiled for one n.
+SG_LOWERING_SAMPLE(Range, strided) {
+  const ValueId x = s.input(DType::f32, {n, 3});
+  const ValueId len = s.b.gather(s.b.shape(x), s.b.scalar<int64_t>(0));
+  s.output(s.b.range(s.b.scalar<int64_t>(1), s.b.add(len, s.b.scalar<int64_t>(3)),
+                     s.b.scalar<int64_t>(2)));
+}

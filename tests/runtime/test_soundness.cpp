@@ -339,6 +339,48 @@ TEST_CASE("Soundness: a dynamic Slice to computed ends: a position table cut to 
   CHECK(rep.regions.size() == 1);
 }
 
+TEST_CASE("Soundness: a dynamic Range to a computed length: positions made in the kernel") {
+  // y = x + P[arange(Shape(x)[1])], the positions of a text encoder, written with Range: its
+  // count is the length the guard binds, checked by the planner against its limit's form. With
+  // the limit given by the caller instead, the guard checks it as a form of the length: a call
+  // whose limit is not the length (a valid broadcast of one row) must miss.
+  for (const bool given : {false, true}) {
+    CAPTURE(given);
+    GraphBuilder b("positions");
+    const ValueId x = b.input("x", DType::f32, {1, Dim("s"), 8});
+    const ValueId table = b.constant("P", random_f32({16, 8}, 2));
+    const ValueId len =
+        given ? b.input("len", DType::i64, {}) : b.gather(b.shape(x), b.scalar<int64_t>(1));
+    const ValueId pos = b.range(b.scalar<int64_t>(0), len, b.scalar<int64_t>(1));
+    b.output(b.relu(b.add(x, b.unsqueeze(b.gather(table, pos), b.ints({0})))), "y");
+    const Graph g = b.build();
+    Session s(g, SessionOptions{.warmup_runs = 3, .min_region_ops = 1});
+    Session ref(g, SessionOptions{.interpret_only = true});
+    const auto call = [&](int64_t n, int64_t l) {
+      CAPTURE(n);
+      CAPTURE(l);
+      std::vector<Tensor> in = {random_f32({1, n, 8}, static_cast<uint32_t>(n))};
+      if (given) in.push_back(Tensor::scalar<int64_t>(l));
+      const std::vector<Tensor> got = s.run(in), want = ref.run(in);
+      REQUIRE(got[0].shape() == want[0].shape());
+      check_tensors_close(got[0], want[0]);
+    };
+    for (int64_t n : {3, 5, 7, 2, 16, 9}) call(n, n);
+    const DynamicTally t = dynamic_tally(s.report());
+    CHECK(t.calls == 3);
+    CHECK(t.misses == 0);
+    CHECK(t.guarded == (given ? 1 : 0));
+    bool range_compiled = false;
+    for (const OpReport& o : s.report().ops)
+      range_compiled |= o.op == OpKind::Range && o.region >= 0;
+    CHECK(range_compiled);
+    if (given) {
+      call(4, 1);  // one position for every row: a miss
+      CHECK(dynamic_tally(s.report()).misses == 1);
+    }
+  }
+}
+
 TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops following misses") {
   // The shape is a graph input, [n, 12] through the warm-up: the kernel is planned for an output
   // [n, 12]. A call with another valid shape must not run it (it would return [n, 12]).
