@@ -533,7 +533,7 @@ class ServeGen {
 
   // A shape computed from values: Shape(u)[...] gathered by constant indices, maybe through i64
   // arithmetic, concatenated with constant dims, then the shape operand of Expand (of a value or
-  // a constant), Reshape (with a -1) or ConstantOfShape.
+  // a constant), Reshape (with a -1) or ConstantOfShape, Slice's ends, or one dim as Range's limit.
   Val computed_shape() {
     ++computed_shapes;
     std::array<Ints, kScenarios> part;  // the gathered dims' values, per scenario
@@ -638,6 +638,21 @@ class ServeGen {
         if (!empty)
           return made(b_.slice(v.id, b_.ints(starts), concat(before, after), b_.ints(axes)), out,
                       v.bound);
+      }
+    }
+    if (use == 8 && idx.size() == 1) {  // Range(0 or 1, the dim, 1) as floats: positions
+      const int64_t start = chance(0.3) ? 1 : 0;
+      Shapes out;
+      double bound = 1;
+      bool empty = false;
+      for (int k = 0; k < kScenarios; ++k) {
+        out[k] = {part[k][0] - start};
+        empty |= out[k][0] < 1;
+        bound = std::max(bound, static_cast<double>(part[k][0]));
+      }
+      if (!empty) {
+        const ValueId r = b_.range(b_.scalar<int64_t>(start), p, b_.scalar<int64_t>(1));
+        return made(b_.cast(r, Attributes{{"to", int64_t{1}}}), out, bound);  // (FLOAT)
       }
     }
     if (max_numel(ts) > kMaxNumel) return unary(tame(pick()), rng_);
