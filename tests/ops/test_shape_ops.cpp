@@ -145,6 +145,7 @@ SG_LOWERING_SAMPLE(Shape, dims) {
   s.output(s.b.shape(x));
   s.output(s.b.shape(x, Attributes{{"start", int64_t{-2}}}));
   s.output(s.b.shape(x, Attributes{{"start", int64_t{1}}, {"end", int64_t{2}}}));
+  s.output(s.b.shape(x, Attributes{{"start", int64_t{2}}, {"end", int64_t{1}}}));  // (empty)
 }
 
 // x.view(x.size(0), -1) as exporters write it, compiled whole: Shape -> Slice -> Concat ->
