@@ -53,6 +53,11 @@ std::optional<SliceFromStarts> slice_from_starts(size_t rank, const Tensor& star
                                                  const Tensor* axes, const Tensor* steps,
                                                  std::string& why);
 
+// ---- ConstantOfShape (shape_ops.cpp) -------------------------------------------------------
+
+// Its fill: attribute `value` (one element), f32 0 when absent; throws on another element count.
+Tensor constant_of_shape_fill(const Attributes& a);
+
 // ---- Pad (pad.cpp) -------------------------------------------------------------------------
 
 enum class PadMode { constant, edge, reflect };

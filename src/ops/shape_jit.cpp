@@ -3,9 +3,11 @@
 // dynamic region's are computed from its symbols where the element is made (so a shape vector
 // an exporter builds from Shape(x) costs a few integer ops, and never leaves the kernel).
 // Range's (integers): element i is start + i * delta, whatever the limit; the output's size is
-// the plan's (a dynamic region's planner checks it against the limit's form).
+// the plan's (a dynamic region's planner checks it against the limit's form). ConstantOfShape's:
+// its fill, the dims the plan's (checked likewise against its operand's forms).
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
@@ -60,6 +62,25 @@ std::string why_not_dynamic_range(const Graph& g, const Node& n,
   return "";
 }
 
+// ConstantOfShape's element: its fill, whatever the index (its dims are the plan's; a dynamic
+// region's planner checks them against its operand's forms).
+llvm::Value* generate_constant_of_shape(Emitter& e, const Node& n, const Index&) {
+  const Tensor v = constant_of_shape_fill(n.attrs);
+  llvm::Type* t = element_type(e.context(), v.dtype());
+  if (is_float(v.dtype())) return llvm::ConstantFP::get(t, v.at_double(0));
+  return llvm::ConstantInt::get(t, static_cast<uint64_t>(v.to_int64()[0]), true);
+}
+
+std::string why_not_constant_of_shape(const Graph&, const Node& n) {
+  try {
+    const Tensor v = constant_of_shape_fill(n.attrs);
+    if (v.dtype() == DType::boolean) return "a bool fill";
+  } catch (const Error& err) {
+    return err.what();
+  }
+  return "";
+}
+
 // Any symbolic dims: the elements are made from them.
 std::string any_dims(const Graph&, const Node&, const std::vector<const SymShape*>&,
                      const SymShape&) {
@@ -68,9 +89,12 @@ std::string any_dims(const Graph&, const Node&, const std::vector<const SymShape
 
 }  // namespace
 
-extern const Lowering kShapeLowering, kSizeLowering, kRangeLowering;
+extern const Lowering kShapeLowering, kSizeLowering, kRangeLowering, kConstantOfShapeLowering;
 const Lowering kShapeLowering{.why_not_dynamic = any_dims, .generate = generate_shape};
 const Lowering kSizeLowering{.why_not_dynamic = any_dims, .generate = generate_size};
+const Lowering kConstantOfShapeLowering{.why_not = why_not_constant_of_shape,
+                                        .why_not_dynamic = any_dims,
+                                        .generate = generate_constant_of_shape};
 const Lowering kRangeLowering{
     .why_not = why_not_range, .why_not_dynamic = why_not_dynamic_range, .generate = generate_range};
 

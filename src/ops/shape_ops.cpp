@@ -132,7 +132,9 @@ void run_range(KernelCtx& c) {
 }
 
 // ---- ConstantOfShape(shape) {value = f32 0}: output dims are the input's values.
-Tensor fill_value(const Attributes& a) {
+}  // namespace
+
+Tensor constant_of_shape_fill(const Attributes& a) {
   if (!a.has("value")) return Tensor::scalar<float>(0.0f);
   const Tensor& v = a.get_tensor("value");
   SG_CHECK(v.defined() && v.numel() == 1)
@@ -140,6 +142,8 @@ Tensor fill_value(const Attributes& a) {
       << (v.defined() ? shape_str(v.shape()) : std::string("an undefined tensor"));
   return v;
 }
+
+namespace {
 
 void shapes_constant_of_shape(ShapeCtx& c) {
   const Tensor& t = c.require_value(0);
@@ -154,7 +158,7 @@ void shapes_constant_of_shape(ShapeCtx& c) {
 }
 
 void run_constant_of_shape(KernelCtx& c) {
-  const Tensor v = fill_value(c.attrs());
+  const Tensor v = constant_of_shape_fill(c.attrs());
   visit_dtype(v.dtype(), [&]<class T>() {
     std::fill_n(c.out[0].data<T>(), c.out[0].numel(), v.data<T>()[0]);
   });
@@ -164,7 +168,8 @@ void run_constant_of_shape(KernelCtx& c) {
 
 extern const OpDef kShape, kSize, kRange, kConstantOfShape;
 
-extern const Lowering kShapeLowering, kSizeLowering, kRangeLowering;  // shape_jit.cpp
+extern const Lowering kShapeLowering, kSizeLowering, kRangeLowering,
+    kConstantOfShapeLowering;  // shape_jit.cpp
 
 constexpr OpDef of_shapes(OpDef def) {
   def.value_of_shapes = true;
@@ -181,17 +186,13 @@ const OpDef kSize = with_lowering(
                         of_shapes({"Size", 1, 1, 1, 1, types_i64, shapes_scalar, run_size})));
 const OpDef kRange =
     with_lowering(&kRangeLowering, {"Range", 3, 3, 1, 1, types_range, shapes_range, run_range});
-const OpDef kConstantOfShape{"ConstantOfShape",
-                             1,
-                             1,
-                             1,
-                             1,
-                             [](TypeCtx& c) {
-                               c.expect_int_index(0);
-                               c.out[0] = fill_value(c.attrs()).dtype();
-                             },
-                             shapes_constant_of_shape,
-                             run_constant_of_shape};
+const OpDef kConstantOfShape = with_lowering(
+    &kConstantOfShapeLowering, OpDef{"ConstantOfShape", 1, 1, 1, 1,
+                                     [](TypeCtx& c) {
+                                       c.expect_int_index(0);
+                                       c.out[0] = constant_of_shape_fill(c.attrs()).dtype();
+                                     },
+                                     shapes_constant_of_shape, run_constant_of_shape});
 
 std::optional<SymShape> symbolic_value(const Graph& g, const Node& n,
                                        std::span<const SymShape* const> in,

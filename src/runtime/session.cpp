@@ -689,7 +689,8 @@ struct Session::Impl {
       const Node& n = graph.nodes[node];
       if (graph.values[n.inputs[k]].initializer.defined()) continue;  // (in the code)
       const bool shape_operand = (n.op == OpKind::Reshape || n.op == OpKind::Expand) && k == 1;
-      if (!(shape_operand || (n.op == OpKind::Slice && k == 2) || n.op == OpKind::Range))
+      if (!(shape_operand || (n.op == OpKind::Slice && k == 2) || n.op == OpKind::Range ||
+            n.op == OpKind::ConstantOfShape))
         return quoted(n.inputs[k]);
     }
     // The guarded inputs' elements, over the region's symbols.
@@ -732,7 +733,11 @@ struct Session::Impl {
       if (!e) return quoted(v) + ", computed in it from values not forms of its symbols";
       const std::string no = n.op == OpKind::Reshape  ? reshape_matches(p, n, *e)
                              : n.op == OpKind::Expand ? expand_matches(p, n, *e)
-                                                      : slice_matches(p, n, *e, require);
+                             : n.op == OpKind::ConstantOfShape
+                                 ? (planned(p, n.outputs[0]) && *planned(p, n.outputs[0]) == *e
+                                        ? ""
+                                        : "its dims not the operand's elements")
+                                 : slice_matches(p, n, *e, require);
       if (!no.empty())
         return quoted(v) + " (" + std::string(op_name(n.op)) + " '" + n.name + "': " + no + ")";
       for (const SymDim& d : *e)

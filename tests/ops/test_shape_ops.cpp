@@ -183,3 +183,15 @@ SG_LOWERING_SAMPLE(Range, strided) {
   s.output(s.b.range(s.b.scalar<int64_t>(1), s.b.add(len, s.b.scalar<int64_t>(3)),
                      s.b.scalar<int64_t>(2)));
 }
+
+// A filled tensor of x's shape (its dims made in the kernel from Shape(x)), of a constant shape,
+// and the default fill (f32 zeros).
+SG_LOWERING_SAMPLE(ConstantOfShape, of_a_shape) {
+  const ValueId x = s.input(DType::f32, {n, 3});
+  const ValueId half =
+      s.b.constant_of_shape(s.b.shape(x), Attributes{{"value", Tensor::from<float>({1}, {0.5f})}});
+  s.output(s.b.add(half, x));
+  s.output(s.b.constant_of_shape(s.b.ints({2, 3}),
+                                 Attributes{{"value", Tensor::from<int64_t>({1}, {7})}}));
+  s.output(s.b.add(s.b.constant_of_shape(s.b.shape(x)), x));
+}

@@ -384,7 +384,8 @@ TEST_CASE("Soundness: a dynamic Range to a computed length: positions made in th
 TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops following misses") {
   // The shape is a graph input, [n, 12] through the warm-up: the kernel is planned for an output
   // [n, 12]. A call with another valid shape must not run it (it would return [n, 12]).
-  for (const OpKind op : {OpKind::Reshape, OpKind::Expand, OpKind::Slice}) {
+  for (const OpKind op :
+       {OpKind::Reshape, OpKind::Expand, OpKind::Slice, OpKind::ConstantOfShape}) {
     CAPTURE(op_name(op));
     GraphBuilder b("shape_by_input");
     const ValueId x = b.input("x", DType::f32, {Dim("n"), 12});
@@ -395,6 +396,11 @@ TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops f
     } else if (op == OpKind::Slice) {  // rows [0, shape[0]) and columns [0, shape[1]) of T
       const ValueId t = b.constant("T", random_f32({8, 12}, 5));
       b.output(b.add(x, b.slice(t, b.ints({0, 0}), shape, b.ints({0, 1}))), "y");
+    } else if (op == OpKind::ConstantOfShape) {  // (the filled tensor an output too)
+      const ValueId c =
+          b.constant_of_shape(shape, Attributes{{"value", Tensor::from<float>({1}, {1.5f})}});
+      b.output(b.add(x, c), "y");
+      b.output(b.relu(c), "c");
     } else {  // ([1, 12] and [n, 12] broadcast to [n, 12] in the sum; the Expand is an output)
       const ValueId e = b.expand(b.relu(m), shape);
       b.output(b.add(x, e), "y");
@@ -424,6 +430,9 @@ TEST_CASE("Soundness: a dynamic Reshape's or Expand's shape operand that stops f
     } else if (op == OpKind::Slice) {
       call(4, {1, 12});  // one row of T, broadcast: a miss
       call(8, {9, 12});  // past T's 8 rows, clamped to them: the same output, but a miss
+    } else if (op == OpKind::ConstantOfShape) {
+      call(4, {1, 12});  // one row, broadcast: a miss
+      call(4, {1, 1});   // a miss
     } else {
       call(4, {1, 12});  // the input's shape, not the batch: a miss
       call(4, {1, 1});   // a miss
