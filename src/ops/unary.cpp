@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "ops/element.h"
 #include "ops/grad.h"
@@ -185,6 +186,80 @@ Value* emit_clip(ElementCtx& c, Operands x) {
   return r;
 }
 
+// A finite float attribute with its default, nullopt when not finite (the reference throws: the
+// emitter then declines, and the node is interpreted).
+std::optional<double> finite_attr_of(const ElementCtx& c, std::string_view name, double dflt) {
+  const double v = c.attrs().get_float(name, dflt);
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+// x widened to f64 (as the reference computes), and the result narrowed back to x's type.
+Value* wide(ElementCtx& c, Value* x) { return c.b.CreateFPExt(x, c.b.getDoubleTy()); }
+Value* narrow(ElementCtx& c, Value* v) { return c.b.CreateFPTrunc(v, c.type(c.out)); }
+
+// x > 0 ? 1 : (x < 0 ? -1 : x): NaN and 0 stay.
+Value* emit_sign(ElementCtx& c, Operands x) {
+  if (c.is_float()) {
+    Value* r = c.b.CreateSelect(c.b.CreateFCmpOLT(x[0], c.constant(0)), c.constant(-1), x[0]);
+    return c.b.CreateSelect(c.b.CreateFCmpOGT(x[0], c.constant(0)), c.constant(1), r);
+  }
+  if (c.is_unsigned()) return c.b.CreateZExt(c.b.CreateICmpNE(x[0], c.constant(0)), c.type(c.out));
+  Value* r = c.b.CreateSelect(c.b.CreateICmpSLT(x[0], c.constant(0)), c.constant(-1), x[0]);
+  return c.b.CreateSelect(c.b.CreateICmpSGT(x[0], c.constant(0)), c.constant(1), r);
+}
+// x < 0 ? alpha * expm1(x / scale) : x, in f64 as the reference (Elu: scale 1; Celu: alpha).
+Value* exp_linear(ElementCtx& c, Value* x, double alpha, double scale) {
+  Value* w = wide(c, x);
+  Value* arg = scale == 1 ? w : c.b.CreateFDiv(w, llvm::ConstantFP::get(w->getType(), scale));
+  Value* neg = c.b.CreateFMul(llvm::ConstantFP::get(w->getType(), alpha), c.math("expm1", arg));
+  return c.b.CreateSelect(c.b.CreateFCmpOLT(x, c.constant(0)), narrow(c, neg), x);
+}
+Value* emit_elu(ElementCtx& c, Operands x) {
+  const std::optional<double> alpha = finite_attr_of(c, "alpha", 1.0);
+  return alpha ? exp_linear(c, x[0], *alpha, 1) : nullptr;
+}
+Value* emit_celu(ElementCtx& c, Operands x) {
+  const std::optional<double> alpha = finite_attr_of(c, "alpha", 1.0);
+  return alpha && *alpha != 0 ? exp_linear(c, x[0], *alpha, *alpha) : nullptr;
+}
+Value* emit_selu(ElementCtx& c, Operands x) {
+  const std::optional<double> alpha = finite_attr_of(c, "alpha", 1.67326319217681884765625);
+  const std::optional<double> gamma = finite_attr_of(c, "gamma", 1.05070102214813232421875);
+  if (!alpha || !gamma) return nullptr;
+  Value* w = wide(c, x[0]);
+  Value* neg = c.b.CreateFMul(llvm::ConstantFP::get(w->getType(), *alpha), c.math("expm1", w));
+  Value* v = c.b.CreateSelect(c.b.CreateFCmpOGT(x[0], c.constant(0)), w, neg);
+  return narrow(c, c.b.CreateFMul(llvm::ConstantFP::get(w->getType(), *gamma), v));
+}
+// x > alpha ? x : 0, compared in f64 as the reference compares.
+Value* emit_thresholded_relu(ElementCtx& c, Operands x) {
+  const std::optional<double> alpha = finite_attr_of(c, "alpha", 1.0);
+  if (!alpha) return nullptr;
+  Value* above = c.b.CreateFCmpOGT(wide(c, x[0]), llvm::ConstantFP::get(c.b.getDoubleTy(), *alpha));
+  return c.b.CreateSelect(above, x[0], c.constant(0));
+}
+// Floats only (integers round and saturate in the reference): in f64 as the reference.
+Value* emit_shrink(ElementCtx& c, Operands x) {
+  const std::optional<double> lambd = finite_attr_of(c, "lambd", 0.5),
+                              bias = finite_attr_of(c, "bias", 0.0);
+  if (!c.is_float() || !lambd || !bias) return nullptr;
+  Value* w = wide(c, x[0]);
+  const auto k = [&](double v) { return llvm::ConstantFP::get(w->getType(), v); };
+  Value* r = c.b.CreateSelect(c.b.CreateFCmpOGT(w, k(*lambd)), c.b.CreateFSub(w, k(*bias)), k(0));
+  r = c.b.CreateSelect(c.b.CreateFCmpOLT(w, k(-*lambd)), c.b.CreateFAdd(w, k(*bias)), r);
+  return narrow(c, r);
+}
+Value* emit_is_nan(ElementCtx& c, Operands x) { return c.b.CreateFCmpUNO(x[0], x[0]); }
+Value* emit_is_inf(ElementCtx& c, Operands x) {
+  const bool neg = c.attrs().get_int("detect_negative", 1) != 0;
+  const bool pos = c.attrs().get_int("detect_positive", 1) != 0;
+  Value* inf = llvm::ConstantFP::getInfinity(x[0]->getType());
+  Value* r = c.b.getFalse();
+  if (pos) r = c.b.CreateOr(r, c.b.CreateFCmpOEQ(x[0], inf));
+  if (neg) r = c.b.CreateOr(r, c.b.CreateFCmpOEQ(x[0], c.b.CreateFNeg(inf)));
+  return r;
+}
+Value* emit_not(ElementCtx& c, Operands x) { return c.b.CreateNot(x[0]); }
+
 // As the reference: to bool is x != 0 (NaN too), from bool is 0 or 1, float to integer truncates
 // toward zero and saturates (NaN gives 0; fptosi would give poison out of range), integers widen
 // by their own signedness and narrow by dropping high bits.
@@ -312,94 +387,100 @@ const OpDef kHardSigmoid = with_element(
 
 // Sign: -1, 0 or 1 in the input's dtype; NaN stays NaN.
 extern const OpDef kSign;
-const OpDef kSign{"Sign", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
-                    map_numeric(c, [](auto x) -> decltype(x) {
-                      using T = decltype(x);
-                      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
-                    });
-                  }};
+const OpDef kSign = with_element(
+    emit_sign, OpDef{"Sign", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
+                       map_numeric(c, [](auto x) -> decltype(x) {
+                         using T = decltype(x);
+                         return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+                       });
+                     }});
 
 extern const OpDef kElu;
-const OpDef kElu{"Elu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-                   const double alpha = finite_attr(c, "alpha", 1.0);
-                   map_float(c, [alpha](auto x) -> decltype(x) {
-                     return x < 0 ? static_cast<decltype(x)>(alpha * std::expm1(x)) : x;
-                   });
-                 }};
+const OpDef kElu = with_element(
+    emit_elu, OpDef{"Elu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+                      const double alpha = finite_attr(c, "alpha", 1.0);
+                      map_float(c, [alpha](auto x) -> decltype(x) {
+                        return x < 0 ? static_cast<decltype(x)>(alpha * std::expm1(x)) : x;
+                      });
+                    }});
 
 // Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 extern const OpDef kCelu;
-const OpDef kCelu{"Celu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-                    const double alpha = finite_attr(c, "alpha", 1.0);
-                    SG_CHECK(alpha != 0) << "Celu's alpha must not be 0";
-                    map_float(c, [alpha](auto x) -> decltype(x) {
-                      return x < 0 ? static_cast<decltype(x)>(alpha * std::expm1(x / alpha)) : x;
-                    });
-                  }};
+const OpDef kCelu = with_element(
+    emit_celu, OpDef{"Celu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+                       const double alpha = finite_attr(c, "alpha", 1.0);
+                       SG_CHECK(alpha != 0) << "Celu's alpha must not be 0";
+                       map_float(c, [alpha](auto x) -> decltype(x) {
+                         return x < 0 ? static_cast<decltype(x)>(alpha * std::expm1(x / alpha)) : x;
+                       });
+                     }});
 
 // Selu: gamma * (x > 0 ? x : alpha * (exp(x) - 1)), defaults from the ONNX spec.
 extern const OpDef kSelu;
-const OpDef kSelu{"Selu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-                    const double alpha = finite_attr(c, "alpha", 1.67326319217681884765625);
-                    const double gamma = finite_attr(c, "gamma", 1.05070102214813232421875);
-                    map_float(c, [=](auto x) -> decltype(x) {
-                      const double v = x > 0 ? double(x) : alpha * std::expm1(double(x));
-                      return static_cast<decltype(x)>(gamma * v);
-                    });
-                  }};
+const OpDef kSelu = with_element(
+    emit_selu, OpDef{"Selu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+                       const double alpha = finite_attr(c, "alpha", 1.67326319217681884765625);
+                       const double gamma = finite_attr(c, "gamma", 1.05070102214813232421875);
+                       map_float(c, [=](auto x) -> decltype(x) {
+                         const double v = x > 0 ? double(x) : alpha * std::expm1(double(x));
+                         return static_cast<decltype(x)>(gamma * v);
+                       });
+                     }});
 
 extern const OpDef kThresholdedRelu;
-const OpDef kThresholdedRelu{
-    "ThresholdedRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
-      const double alpha = finite_attr(c, "alpha", 1.0);
-      map_float(c, [alpha](auto x) -> decltype(x) { return x > alpha ? x : 0; });
-    }};
+const OpDef kThresholdedRelu = with_element(
+    emit_thresholded_relu,
+    OpDef{"ThresholdedRelu", 1, 1, 1, 1, types_float_same, shapes_same_as_input0, [](KernelCtx& c) {
+            const double alpha = finite_attr(c, "alpha", 1.0);
+            map_float(c, [alpha](auto x) -> decltype(x) { return x > alpha ? x : 0; });
+          }});
 
 // Shrink: x + bias below -lambd, x - bias above lambd, else 0. Integer results round toward zero
 // and saturate.
 extern const OpDef kShrink;
-const OpDef kShrink{"Shrink", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
-                      const double lambd = finite_attr(c, "lambd", 0.5),
-                                   bias = finite_attr(c, "bias", 0.0);
-                      map_numeric(c, [=](auto x) -> decltype(x) {
-                        using T = decltype(x);
-                        const double v = static_cast<double>(x);
-                        const double r = v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0);
-                        if constexpr (std::is_floating_point_v<T>)
-                          return static_cast<T>(r);
-                        else
-                          return saturate<T>(r);
-                      });
-                    }};
+const OpDef kShrink = with_element(
+    emit_shrink,
+    OpDef{"Shrink", 1, 1, 1, 1, types_numeric, shapes_same_as_input0, [](KernelCtx& c) {
+            const double lambd = finite_attr(c, "lambd", 0.5), bias = finite_attr(c, "bias", 0.0);
+            map_numeric(c, [=](auto x) -> decltype(x) {
+              using T = decltype(x);
+              const double v = static_cast<double>(x);
+              const double r = v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0);
+              if constexpr (std::is_floating_point_v<T>)
+                return static_cast<T>(r);
+              else
+                return saturate<T>(r);
+            });
+          }});
 
 // IsNaN, IsInf: float in, bool out. IsInf's detect_negative / detect_positive (default 1) choose
 // which infinities count.
 extern const OpDef kIsNaN, kIsInf;
-const OpDef kIsNaN{"IsNaN", 1, 1, 1, 1, types_classify, shapes_same_as_input0, [](KernelCtx& c) {
-                     classify(c, [](auto x) { return std::isnan(x); });
-                   }};
-const OpDef kIsInf{"IsInf", 1, 1, 1, 1, types_classify, shapes_same_as_input0, [](KernelCtx& c) {
-                     const bool neg = c.attrs().get_int("detect_negative", 1) != 0;
-                     const bool pos = c.attrs().get_int("detect_positive", 1) != 0;
-                     classify(c, [=](auto x) { return std::isinf(x) && (x < 0 ? neg : pos); });
-                   }};
+const OpDef kIsNaN = with_element(
+    emit_is_nan, OpDef{"IsNaN", 1, 1, 1, 1, types_classify, shapes_same_as_input0,
+                       [](KernelCtx& c) { classify(c, [](auto x) { return std::isnan(x); }); }});
+const OpDef kIsInf = with_element(
+    emit_is_inf,
+    OpDef{"IsInf", 1, 1, 1, 1, types_classify, shapes_same_as_input0, [](KernelCtx& c) {
+            const bool neg = c.attrs().get_int("detect_negative", 1) != 0;
+            const bool pos = c.attrs().get_int("detect_positive", 1) != 0;
+            classify(c, [=](auto x) { return std::isinf(x) && (x < 0 ? neg : pos); });
+          }});
 
 extern const OpDef kNot;
-const OpDef kNot{"Not",
-                 1,
-                 1,
-                 1,
-                 1,
-                 [](TypeCtx& c) {
-                   c.expect_one_of(0, {DType::boolean});
-                   types_same_as_input0(c);
-                 },
-                 shapes_same_as_input0,
-                 [](KernelCtx& c) {
-                   const bool* x = c.in[0].data<bool>();
-                   bool* y = c.out[0].data<bool>();
-                   for (int64_t i = 0, n = c.in[0].numel(); i < n; ++i) y[i] = !x[i];
-                 }};
+const OpDef kNot =
+    with_element(emit_not, OpDef{"Not", 1, 1, 1, 1,
+                                 [](TypeCtx& c) {
+                                   c.expect_one_of(0, {DType::boolean});
+                                   types_same_as_input0(c);
+                                 },
+                                 shapes_same_as_input0,
+                                 [](KernelCtx& c) {
+                                   const bool* x = c.in[0].data<bool>();
+                                   bool* y = c.out[0].data<bool>();
+                                   for (int64_t i = 0, n = c.in[0].numel(); i < n; ++i)
+                                     y[i] = !x[i];
+                                 }});
 
 // Clip(x, min?, max?): bounds are optional scalar inputs (ONNX 11+).
 extern const OpDef kClip;

@@ -521,16 +521,18 @@ class GraphGen {
     return made(b_.average_pool(x.id, a), t, x.bound, false);
   }
 
-  // An op the JIT cannot compile, so regions are split around it: Celu, ReduceMin keeping dims,
+  // An op the JIT cannot compile, so regions are split around it: CumSum, ReduceMin keeping dims,
   // or Mod (fmod).
   Val interpreted() {
     ++noncompilable;
     const Val x = tame(pick());
     const int rank = static_cast<int>(x.shape.size());
     const int kind = uniform(0, 2);
-    if (kind == 0) {
-      const Attributes a = {{"alpha", static_cast<double>(uniform_f(0.5f, 2))}};
-      return made(b_.node(OpKind::Celu, {x.id}, a).front(), x.shape, std::max(x.bound, 2.0), false);
+    if (kind == 0 && rank > 0) {  // (a sum of at most the dim's elements)
+      const int axis = uniform(0, rank - 1);
+      const ValueId y = b_.node(OpKind::CumSum, {x.id, b_.scalar<int64_t>(axis)}).front();
+      return made(y, x.shape, x.bound * static_cast<double>(std::max<int64_t>(1, x.shape[axis])),
+                  false);
     }
     if (kind == 1 && rank > 0) {
       const int axis = uniform(0, rank - 1);

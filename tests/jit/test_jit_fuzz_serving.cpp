@@ -9,7 +9,7 @@
 //   - twin chains: one short chain of ops built twice from the same value, with the same shapes
 //     but other constants (pads, slice parameters, gather indices, reduction axes, constant
 //     tensors; a MatMul's B is a constant in one twin and may be a value computed per call in the
-//     other). Twins start at a graph input or at an op the JIT does not compile (Celu, ReduceMin,
+//     other). Twins start at a graph input or at an op the JIT does not compile (CumSum, ReduceMin,
 //     Mod), so each is a region of its own.
 // One graph in five is served per signature (CompileMode::per_signature) instead. Three in ten
 // run every region as a parallel kernel (ForcedThreads, fuzz_util.h); one in ten is served twice,

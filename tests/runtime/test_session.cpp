@@ -169,7 +169,7 @@ TEST_CASE("Session: changed ops form a dynamic region, compiled once and hit for
 
 TEST_CASE(
     "Session: a dynamic region whose inputs give its symbol only divided binds the quotient") {
-  // x [1, 4, w] -> MaxPool stride 2 -> [1, 4, w/2] -> Celu (interpreted) -> Relu, Add: the
+  // x [1, 4, w] -> MaxPool stride 2 -> [1, 4, w/2] -> Hardmax (interpreted) -> Relu, Add: the
   // second region's inputs name w only as w/2, from which w cannot be bound. Its dims are all w/2,
   // so w/2 is its symbol; with a dim of another form of w it is interpreted, not missed on every
   // call.
@@ -179,7 +179,7 @@ TEST_CASE(
     const ValueId x = b.input("x", DType::f32, {1, 4, Dim("w")});
     const ValueId p =
         b.max_pool(x, Attributes{{"kernel_shape", Ints{2}}, {"strides", Ints{2}}});  // [1,4,w/2]
-    const ValueId c = b.celu(p);
+    const ValueId c = b.hardmax(p);
     ValueId y = b.add(b.relu(c), b.scalar(0.5f));
     if (other_form)  // ([1, 4, w/2 - 1]: a dim of the form (w-2)/2)
       y = b.relu(b.slice(y, b.ints({1}), b.ints({INT64_MAX}), b.ints({2})));
