@@ -125,6 +125,19 @@ Value* max_of(llvm::IRBuilderBase& b, Value* a, Value* x, DType t) {
   return b.CreateSelect(u ? b.CreateICmpULT(a, x) : b.CreateICmpSLT(a, x), x, a);
 }
 
+Value* min_of(llvm::IRBuilderBase& b, Value* a, Value* x, DType t) {
+  if (is_float(t))  // NaN propagates; vectorises as a reduction
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, x);
+  const bool u = t == DType::u8;
+  return b.CreateSelect(u ? b.CreateICmpUGT(a, x) : b.CreateICmpSGT(a, x), x, a);
+}
+
+Value* highest(DType t, llvm::Type* type) {
+  if (is_float(t)) return llvm::ConstantFP::getInfinity(type, /*Negative=*/false);
+  if (t == DType::u8) return llvm::ConstantInt::get(type, 255);
+  return llvm::ConstantInt::get(type, llvm::APInt::getSignedMaxValue(type->getIntegerBitWidth()));
+}
+
 Value* lowest(DType t, llvm::Type* type) {
   if (is_float(t)) return llvm::ConstantFP::getInfinity(type, /*Negative=*/true);
   if (t == DType::u8) return llvm::ConstantInt::get(type, 0);

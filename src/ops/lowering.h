@@ -242,6 +242,10 @@ llvm::Value* clamp(Emitter& e, llvm::Value* i, int64_t lo, int64_t hi);
 llvm::Value* clamp(Emitter& e, llvm::Value* i, int64_t lo, llvm::Value* hi);
 // max(a, x) for dtype t (floats: NaN propagates).
 llvm::Value* max_of(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* x, DType t);
+// min(a, x) for dtype t (floats: NaN propagates).
+llvm::Value* min_of(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* x, DType t);
+// The highest value of dtype t (+inf for floats).
+llvm::Value* highest(DType t, llvm::Type* type);
 // The lowest value of dtype t (-inf for floats).
 llvm::Value* lowest(DType t, llvm::Type* type);
 // a + x, allowed to reassociate (so accumulations vectorise).

@@ -274,17 +274,17 @@ void grad_reduce(GradCtx& c) {
 
 }  // namespace
 
-extern const Lowering kReduceLowering;  // reduce_jit.cpp: ReduceSum, ReduceMean, ReduceMax
+extern const Lowering kReduceLowering;  // reduce_jit.cpp: all but ReduceLogSumExp
 
 SG_REDUCE(ReduceSum, sum, grad_reduce, &kReduceLowering);
 SG_REDUCE(ReduceMean, mean, grad_reduce, &kReduceLowering);
 SG_REDUCE(ReduceMax, max, nullptr, &kReduceLowering);
-SG_REDUCE(ReduceMin, min, nullptr, nullptr);
-SG_REDUCE(ReduceProd, prod, nullptr, nullptr);
-SG_REDUCE(ReduceL1, l1, nullptr, nullptr);
-SG_REDUCE(ReduceL2, l2, nullptr, nullptr);
-SG_REDUCE(ReduceLogSum, log_sum, nullptr, nullptr);
+SG_REDUCE(ReduceMin, min, nullptr, &kReduceLowering);
+SG_REDUCE(ReduceProd, prod, nullptr, &kReduceLowering);
+SG_REDUCE(ReduceL1, l1, nullptr, &kReduceLowering);
+SG_REDUCE(ReduceL2, l2, nullptr, &kReduceLowering);
+SG_REDUCE(ReduceLogSum, log_sum, nullptr, &kReduceLowering);
 SG_REDUCE(ReduceLogSumExp, log_sum_exp, nullptr, nullptr);
-SG_REDUCE(ReduceSumSquare, sum_square, nullptr, nullptr);
+SG_REDUCE(ReduceSumSquare, sum_square, nullptr, &kReduceLowering);
 
 }  // namespace sgraph::ops

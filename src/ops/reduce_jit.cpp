@@ -1,7 +1,8 @@
-// The lowering of ReduceSum, ReduceMean, ReduceMax and GlobalAveragePool (a mean over the spatial
-// dims): before the nests that read it, a nest over the operand accumulates into a kernel-local
-// buffer (f64 for float sums, i64 for integer sums, the element type for max) which its consumers
-// then read like a region input, each element finished (a mean divided by its count).
+// The lowering of the reductions but ReduceLogSumExp, and GlobalAveragePool (a mean over the
+// spatial dims): before the nests that read it, a nest over the operand accumulates into a
+// kernel-local buffer (f64 for float sums and products, i64 for integer ones, the element type
+// for max and min) which its consumers then read like a region input, each element finished (a
+// mean divided by its count, ReduceL2's square root, ReduceLogSum's log), as the reference does.
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/params.h"
@@ -10,6 +11,7 @@ namespace sgraph::ops {
 namespace {
 
 bool is_max(const Node& n) { return n.op == OpKind::ReduceMax; }
+bool is_extreme(const Node& n) { return n.op == OpKind::ReduceMax || n.op == OpKind::ReduceMin; }
 bool is_mean(const Node& n) {
   return n.op == OpKind::ReduceMean || n.op == OpKind::GlobalAveragePool;
 }
@@ -17,7 +19,7 @@ bool is_mean(const Node& n) {
 std::string why_not_reduce(const Graph& g, const Node& n) {
   const DType in = g.values[n.inputs[0]].dtype, out = g.values[n.outputs[0]].dtype;
   const bool ok = in == DType::f32 || in == DType::f64 || in == DType::i32 || in == DType::i64 ||
-                  (is_max(n) && (in == DType::u8 || in == DType::i8));
+                  (is_extreme(n) && (in == DType::u8 || in == DType::i8));
   if (!ok || in != out) return "reduction of " + std::string(dtype_name(in));
   if (n.inputs.size() > 1 && n.inputs[1] != kNoValue &&
       !g.values[n.inputs[1]].initializer.defined())
@@ -35,10 +37,11 @@ std::vector<bool> reduced_mask(const Graph& g, const Node& n, size_t rank) {
   return reduced_dims(n, rank, constant_input(g, n, 1));
 }
 
-// The accumulator type: f64 for float sums, i64 for integer sums, the element type for max.
+// The accumulator type: f64 for float sums and products, i64 for integer ones, the element type
+// for max and min.
 llvm::Type* acc_type(Emitter& e, const Node& n) {
   const DType t = e.dtype(n.inputs[0]);
-  if (is_max(n)) return memory_type(e.context(), t);
+  if (is_extreme(n)) return memory_type(e.context(), t);
   return is_float(t) ? e.b.getDoubleTy() : e.b.getInt64Ty();
 }
 
@@ -69,8 +72,12 @@ void allocate_reduce(Emitter& e, const Node& n) {
     for (size_t d = 0; d < in.size(); ++d)
       if (reduced[d]) count.push_back(in[d]);
   }
-  e.hold(y, l, [&e, l, t, count, mean = is_mean(n)](llvm::Value* a) {
+  e.hold(y, l, [&e, l, t, count, mean = is_mean(n), op = n.op](llvm::Value* a) {
     llvm::IRBuilderBase& b = e.b;
+    if (op == OpKind::ReduceL2)  // (floats: f64 accumulators)
+      a = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
+    else if (op == OpKind::ReduceLogSum)
+      a = b.CreateUnaryIntrinsic(llvm::Intrinsic::log, a);
     if (mean && is_static(count)) {
       const int64_t c = numel(eval_shape(count, {}));
       a = is_float(t) ? b.CreateFDiv(a, llvm::ConstantFP::get(l.type, static_cast<double>(c)))
@@ -97,7 +104,12 @@ void materialise_reduce(Emitter& e, const Node& n) {
       << " does not match the reduction of " << sym_shape_str(in, {});
   const LocalBuffer l = e.state_of<LocalBuffer>(n);
   llvm::IRBuilderBase& b = e.b;
-  llvm::Value* identity = is_max(n) ? lowest(t, l.type) : llvm::Constant::getNullValue(l.type);
+  llvm::Value* identity =
+      is_max(n)                   ? lowest(t, l.type)
+      : n.op == OpKind::ReduceMin ? highest(t, l.type)
+      : n.op == OpKind::ReduceProd
+          ? (is_float(t) ? llvm::ConstantFP::get(l.type, 1.0) : llvm::ConstantInt::get(l.type, 1))
+          : llvm::Constant::getNullValue(l.type);
   e.loop_nest(out, true,
               [&](const Index& oi) { b.CreateStore(identity, e.at(l, e.offset_of(oi, out))); });
   e.loop_nest(in, outer_kept(in, reduced), [&](const Index& ii) {
@@ -111,12 +123,23 @@ void materialise_reduce(Emitter& e, const Node& n) {
     llvm::Value* a = b.CreateLoad(l.type, p);
     llvm::Value* x_i = e.element(x, ii);
     llvm::Value* r = nullptr;
-    if (is_max(n))
+    if (is_max(n)) {
       r = max_of(b, a, x_i, t);
-    else if (is_float(t))
-      r = reassoc_fadd(b, a, b.CreateFPCast(x_i, l.type));
-    else
-      r = b.CreateAdd(a, b.CreateIntCast(x_i, l.type, /*isSigned=*/true));
+    } else if (n.op == OpKind::ReduceMin) {
+      r = min_of(b, a, x_i, t);
+    } else {
+      const bool f = is_float(t);
+      llvm::Value* v = f ? b.CreateFPCast(x_i, l.type) : b.CreateIntCast(x_i, l.type, true);
+      if (n.op == OpKind::ReduceL1)
+        v = f ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v)
+              : b.CreateSelect(b.CreateICmpSLT(v, e.i64(0)), b.CreateNeg(v), v);
+      if (n.op == OpKind::ReduceL2 || n.op == OpKind::ReduceSumSquare)
+        v = f ? b.CreateFMul(v, v) : b.CreateMul(v, v);
+      if (n.op == OpKind::ReduceProd)
+        r = f ? b.CreateFMul(a, v) : b.CreateMul(a, v);
+      else
+        r = f ? reassoc_fadd(b, a, v) : b.CreateAdd(a, v);
+    }
     b.CreateStore(r, p);
   });
 }

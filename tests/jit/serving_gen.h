@@ -463,13 +463,14 @@ class ServeGen {
     return made(b_.expand(x.id, b_.ints(target)), out, x.bound);
   }
 
-  // ReduceSum/Mean/Max over one or two axes (a constant input or the attribute); a twin's
-  // alternative axes give the same shapes.
+  // ReduceSum/Mean/Max/Min/L1/L2/SumSquare over one or two axes (a constant input or the
+  // attribute); a twin's alternative axes give the same shapes.
   Val reduction(const Val& x, Rng& g, Rng& alt_g, bool alt) {
     const int r = static_cast<int>(rank_of(x));
     if (r == 0) return unary(x, g);
-    const OpKind op = std::vector<OpKind>{OpKind::ReduceSum, OpKind::ReduceMean,
-                                          OpKind::ReduceMax}[draw(g, 0, 2)];
+    const OpKind op = std::vector<OpKind>{
+        OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax,      OpKind::ReduceMin,
+        OpKind::ReduceL1,  OpKind::ReduceL2,   OpKind::ReduceSumSquare}[draw(g, 0, 6)];
     const bool keep = coin(g, 0.5), as_input = coin(g, 0.7);
     const auto pick_axes = [&](Rng& rg) {
       Ints axes = {draw(rg, 0, r - 1)};
@@ -501,14 +502,17 @@ class ServeGen {
       for (const Shape& s : x.shapes) n = std::max(n, s[a]);
       count *= static_cast<double>(n);
     }
-    const double bound = op == OpKind::ReduceSum ? x.bound * count : x.bound;
+    const double bound = op == OpKind::ReduceSum || op == OpKind::ReduceL1 ? x.bound * count
+                         : op == OpKind::ReduceSumSquare ? x.bound * x.bound * count
+                         : op == OpKind::ReduceL2        ? x.bound * std::sqrt(count)
+                                                         : x.bound;
     const Attributes kd = {{"keepdims", int64_t{keep}}};
     const ValueId y = as_input ? b_.node(op, {x.id, b_.ints(axes)}, kd).front()
                                : b_.node(op, {x.id}, test::axes_attr(axes, keep)).front();
     return made(y, shapes_of(axes), bound);
   }
 
-  // An op the JIT does not compile: CumSum, ReduceMin keeping dims, or Mod (fmod).
+  // An op the JIT does not compile: CumSum, ReduceLogSumExp keeping dims, or Mod (fmod).
   Val interpreted(const Val& x) {
     const int r = static_cast<int>(rank_of(x));
     Val v;
@@ -519,7 +523,10 @@ class ServeGen {
         s[a] = 1;
         return s;
       });
-      v = made(b_.node(OpKind::ReduceMin, {x.id}, test::axes_attr({a}, 1)).front(), t, x.bound);
+      int64_t most = 1;
+      for (const Shape& s : x.shapes) most = std::max(most, s[a]);
+      v = made(b_.node(OpKind::ReduceLogSumExp, {x.id}, test::axes_attr({a}, 1)).front(), t,
+               x.bound + std::log(static_cast<double>(most)));
     } else if (kind == 2) {
       const ValueId m =
           b_.node(OpKind::Mod, {x.id, b_.scalar(1.5f)}, {{"fmod", int64_t{1}}}).front();

@@ -521,8 +521,8 @@ class GraphGen {
     return made(b_.average_pool(x.id, a), t, x.bound, false);
   }
 
-  // An op the JIT cannot compile, so regions are split around it: CumSum, ReduceMin keeping dims,
-  // or Mod (fmod).
+  // An op the JIT cannot compile, so regions are split around it: CumSum, ReduceLogSumExp keeping
+  // dims, or Mod (fmod).
   Val interpreted() {
     ++noncompilable;
     const Val x = tame(pick());
@@ -538,8 +538,8 @@ class GraphGen {
       const int axis = uniform(0, rank - 1);
       Shape t = x.shape;
       t[axis] = 1;
-      return made(b_.node(OpKind::ReduceMin, {x.id}, test::axes_attr({axis}, 1)).front(), t,
-                  x.bound, x.exact);
+      return made(b_.node(OpKind::ReduceLogSumExp, {x.id}, test::axes_attr({axis}, 1)).front(), t,
+                  x.bound + std::log(std::max(1.0, static_cast<double>(x.shape[axis]))), false);
     }
     const ValueId m = b_.node(OpKind::Mod, {x.id, b_.scalar(1.5f)}, {{"fmod", int64_t{1}}}).front();
     return made(m, x.shape, 1.5, x.exact);
@@ -618,9 +618,18 @@ class GraphGen {
       if (as_input) return b_.node(op, {x.id, b_.ints(axes)}, kd).front();
       return b_.node(op, {x.id}, test::axes_attr(axes, keep ? 1 : 0)).front();
     };
-    if (kind == 0) return made(reduce(OpKind::ReduceSum), t, x.bound * count, false);
-    if (kind == 1) return made(reduce(OpKind::ReduceMean), t, x.bound, false);
-    return made(reduce(OpKind::ReduceMax), t, x.bound, x.exact);
+    if (kind == 0) {
+      const int which = uniform(0, 3);  // Sum twice as often as L1 or SumSquare
+      if (which == 2) return made(reduce(OpKind::ReduceL1), t, x.bound * count, false);
+      if (which == 3)
+        return made(reduce(OpKind::ReduceSumSquare), t, x.bound * x.bound * count, false);
+      return made(reduce(OpKind::ReduceSum), t, x.bound * count, false);
+    }
+    if (kind == 1) {
+      if (chance(0.3)) return made(reduce(OpKind::ReduceL2), t, x.bound * std::sqrt(count), false);
+      return made(reduce(OpKind::ReduceMean), t, x.bound, false);
+    }
+    return made(reduce(chance(0.5) ? OpKind::ReduceMin : OpKind::ReduceMax), t, x.bound, x.exact);
   }
 
   std::mt19937 rng_;

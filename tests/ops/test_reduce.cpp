@@ -205,3 +205,38 @@ SG_LOWERING_SAMPLE(ReduceMean, last_axis) {
 SG_LOWERING_SAMPLE(ReduceMax, two_axes) {
   s.output(s.b.reduce_max(s.input(DType::f32, {2, n, 3}), axes_attr({0, 2}, 0)));
 }
+
+SG_LOWERING_SAMPLE(ReduceMin, two_axes) {
+  s.output(s.b.reduce_min(s.input(DType::f32, {2, n, 3}), axes_attr({0, 2}, 0)));
+  s.output(s.b.reduce_min(s.input(DType::i32, {n, 3}, -100, 100), axes_attr({1}, 1)));
+  s.output(s.b.reduce_min(s.input(DType::u8, {3, n}, 0, 255), axes_attr({1}, 0)));
+}
+
+// Products of numbers near 1 (they stay finite at n = 1023), and of small integers.
+SG_LOWERING_SAMPLE(ReduceProd, rows) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.reduce_prod(s.input(DType::f32, {n, 3}, 0.99f, 1.01f), axes_attr({0}, 0)));
+  s.output(s.b.reduce_prod(s.input(DType::i64, {3, n}, -1, 1), axes_attr({1}, 1)));
+}
+
+SG_LOWERING_SAMPLE(ReduceL1, last_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.reduce_l1(s.input(DType::f32, {3, n}), axes_attr({-1}, 1)));
+  s.output(s.b.reduce_l1(s.input(DType::i32, {n, 2}, -100, 100), axes_attr({0}, 0)));
+}
+
+SG_LOWERING_SAMPLE(ReduceL2, last_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.reduce_l2(s.input(DType::f32, {3, n}), axes_attr({-1}, 0)));
+}
+
+SG_LOWERING_SAMPLE(ReduceSumSquare, first_axis) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.reduce_sum_square(s.input(DType::f32, {n, 3}), axes_attr({0}, 1)));
+  s.output(s.b.reduce_sum_square(s.input(DType::i64, {n, 3}, -10, 10), axes_attr({0}, 0)));
+}
+
+SG_LOWERING_SAMPLE(ReduceLogSum, positive) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  s.output(s.b.reduce_log_sum(s.input(DType::f32, {3, n}, 0.1f, 2.0f), axes_attr({1}, 1)));
+}

@@ -6,8 +6,8 @@
 
 namespace sgraph::test {
 
-// x[batch,4] -> MatMul(x, ReduceMin(Mul(Transpose(w), 2))) -> Add(b) -> Relu -> y. The weight
-// branch (Transpose, Mul) only ever sees constant shapes; the ReduceMin (over no axes with
+// x[batch,4] -> MatMul(x, ReduceLogSumExp(Mul(Transpose(w), 2))) -> Add(b) -> Relu -> y. The weight
+// branch (Transpose, Mul) only ever sees constant shapes; the ReduceLogSumExp (over no axes with
 // noop_with_empty_axes, so an identity) is not compilable and keeps it apart from the
 // batch-dependent region {fc, bias, y}.
 inline Graph split_mlp() {
@@ -16,18 +16,19 @@ inline Graph split_mlp() {
   ValueId w = b.constant("w", random_f32({3, 4}, 1));
   ValueId wt = b.node(OpKind::Transpose, {w}, {}, 1, "w_t")[0];
   ValueId w2 = b.node(OpKind::Mul, {wt, b.scalar(2.0f)}, {}, 1, "w_scaled")[0];
-  ValueId wr =
-      b.node(OpKind::ReduceMin, {w2}, {{"noop_with_empty_axes", int64_t{1}}}, 1, "w_opaque")[0];
+  ValueId wr = b.node(OpKind::ReduceLogSumExp, {w2}, {{"noop_with_empty_axes", int64_t{1}}}, 1,
+                      "w_opaque")[0];
   ValueId h = b.node(OpKind::MatMul, {x, wr}, {}, 1, "fc")[0];
   ValueId y = b.node(OpKind::Add, {h, b.constant("b", random_f32({3}, 2))}, {}, 1, "bias")[0];
   b.output(b.node(OpKind::Relu, {y}, {}, 1, "act")[0], "y");
   return b.build();
 }
 
-// An op the JIT does not compile (ReduceMin over no axes with noop_with_empty_axes: an identity),
+// An op the JIT does not compile (ReduceLogSumExp over no axes with noop_with_empty_axes: an
+// identity),
 // which keeps the regions on either side of it apart.
 inline ValueId opaque(GraphBuilder& b, ValueId x, const std::string& name) {
-  return b.node(OpKind::ReduceMin, {x}, {{"noop_with_empty_axes", int64_t{1}}}, 1, name)[0];
+  return b.node(OpKind::ReduceLogSumExp, {x}, {{"noop_with_empty_axes", int64_t{1}}}, 1, name)[0];
 }
 
 // Three regions of different code: Add+Relu | Mul+Tanh | Sub+Exp, with opaque ops between.

@@ -45,7 +45,7 @@ TEST_CASE("Session: the same shapes every run leave every op stable, both region
   s.run({random_f32({3, 4}, 2)});
   const Report r = s.report();
   for (const OpReport& o : r.ops) CHECK(o.stable);
-  // The ReduceMin splits the graph: {w_t, w_scaled} and {fc, bias, y}.
+  // The ReduceLogSumExp splits the graph: {w_t, w_scaled} and {fc, bias, y}.
   REQUIRE(r.regions.size() == 2);
   CHECK(r.regions[0].nodes == std::vector<std::string>{"w_t", "w_scaled"});
   CHECK(r.regions[1].nodes == std::vector<std::string>{"fc", "bias", "y"});
@@ -53,7 +53,7 @@ TEST_CASE("Session: the same shapes every run leave every op stable, both region
   std::sort(inputs.begin(), inputs.end());
   CHECK(inputs == std::vector<std::string>{"b", "w_opaque", "x"});
   CHECK(r.regions[1].outputs == std::vector<std::string>{"y"});
-  CHECK(r.steps == 3);  // two kernels and the ReduceMin
+  CHECK(r.steps == 3);  // two kernels and the ReduceLogSumExp
   for (const RegionReport& reg : r.regions) {
     CHECK_MESSAGE(reg.compiled, reg.why_interpreted);
     CHECK(reg.compiles == 1);
