@@ -286,27 +286,18 @@ std::optional<SymShape> symbolic_value_arith(const Graph& g, const Node& n,
 extern const OpDef kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kLess, kWhere;
 extern const OpDef kGreaterOrEqual, kLessOrEqual, kAnd, kOr, kXor, kMod, kSum, kMean, kPRelu;
 
-const OpDef kAdd = with_symbolic_value(
-    symbolic_value_arith,
-    with_grad(
-        grad_add,
-        with_element(emit_add, {"Add", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                                  arith(c, [](auto a, auto b) { return wrap_add(a, b); });
-                                }})));
-const OpDef kSub = with_symbolic_value(
-    symbolic_value_arith,
-    with_grad(
-        grad_sub,
-        with_element(emit_sub, {"Sub", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                                  arith(c, [](auto a, auto b) { return wrap_sub(a, b); });
-                                }})));
-const OpDef kMul = with_symbolic_value(
-    symbolic_value_arith,
-    with_grad(
-        grad_mul,
-        with_element(emit_mul, {"Mul", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                                  arith(c, [](auto a, auto b) { return wrap_mul(a, b); });
-                                }})));
+// Add, Sub, Mul: wrapping integer arithmetic, and the elements of a shape's arithmetic.
+#define SG_ARITH(Name, emit, grad, wrap)                                                         \
+  const OpDef k##Name = with_symbolic_value(                                                     \
+      symbolic_value_arith,                                                                      \
+      with_grad(grad, with_element(emit, {#Name, 2, 2, 1, 1, types_arith, shapes_broadcast,      \
+                                          [](KernelCtx& c) {                                     \
+                                            arith(c, [](auto a, auto b) { return wrap(a, b); }); \
+                                          }})))
+SG_ARITH(Add, emit_add, grad_add, wrap_add);
+SG_ARITH(Sub, emit_sub, grad_sub, wrap_sub);
+SG_ARITH(Mul, emit_mul, grad_mul, wrap_mul);
+#undef SG_ARITH
 // Integer division truncates toward zero (lowest / -1 wraps to lowest); division by zero is an
 // error for integers.
 const OpDef kDiv = with_grad(
