@@ -64,7 +64,9 @@ void run_tile(KernelCtx& c) {
 
 }  // namespace
 
+extern const Lowering kTileLowering;  // tile_jit.cpp
 extern const OpDef kTile;
-const OpDef kTile{"Tile", 2, 2, 1, 1, types_tile, shapes_tile, run_tile};
+const OpDef kTile =
+    with_lowering(&kTileLowering, {"Tile", 2, 2, 1, 1, types_tile, shapes_tile, run_tile});
 
 }  // namespace sgraph::ops

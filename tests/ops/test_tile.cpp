@@ -2,6 +2,7 @@
 // from constant repeats, and user errors.
 #include <limits>
 
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -40,4 +41,10 @@ TEST_CASE("Tile: user errors") {
   CHECK(contains(op_error(OpKind::Tile, {x, ints({1, big})}), "is too large"));
   CHECK(contains(op_error(OpKind::Tile, {x, Tensor::from<int32_t>({2}, {1, 1})}),
                  "(Tile): input 1 has dtype i32"));
+}
+
+// Rows and columns repeated (2n x 9 from n x 3), and a row of static 1 repeated.
+SG_LOWERING_SAMPLE(Tile, rows_and_columns) {
+  s.output(s.b.tile(s.input(DType::f32, {n, 3}), s.b.ints({2, 3})));
+  s.output(s.b.tile(s.input(DType::i64, {1, n}, -5, 5), s.b.ints({4, 1})));
 }
