@@ -43,7 +43,9 @@ void run_trilu(KernelCtx& c) {
 
 }  // namespace
 
+extern const Lowering kTriluLowering;  // trilu_jit.cpp
 extern const OpDef kTrilu;
-const OpDef kTrilu{"Trilu", 1, 2, 1, 1, types_trilu, shapes_trilu, run_trilu};
+const OpDef kTrilu =
+    with_lowering(&kTriluLowering, {"Trilu", 1, 2, 1, 1, types_trilu, shapes_trilu, run_trilu});
 
 }  // namespace sgraph::ops

@@ -3,6 +3,7 @@
 #include <limits>
 #include <optional>
 
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -55,4 +56,13 @@ TEST_CASE("Trilu: user errors") {
                  "k must be a scalar, got shape [2]"));
   CHECK(contains(op_error(OpKind::Trilu, {iota<float>({2, 2}), Tensor::scalar<int32_t>(0)}),
                  "(Trilu): input 1 has dtype i32"));
+}
+
+// The upper triangle of [2, n, 5] matrices; the lower one from the diagonal below the main, of i64;
+// and k given at run time (a causal mask's offset).
+SG_LOWERING_SAMPLE(Trilu, triangles) {
+  s.output(s.b.trilu(s.input(DType::f32, {2, n, 5})));
+  s.output(s.b.trilu(s.input(DType::i64, {n, 4}, -9, 9), s.b.scalar<int64_t>(-1),
+                     Attributes{{"upper", int64_t{0}}}));
+  s.output(s.b.trilu(s.input(DType::f32, {3, n}), s.input(DType::i64, {}, -3, 3)));
 }
