@@ -56,64 +56,58 @@ struct Src {
 
 }  // namespace
 
+extern const Lowering kDepthToSpaceLowering, kSpaceToDepthLowering;  // depth_to_space_jit.cpp
+
 // DepthToSpace(x) {blocksize, mode = DCR}: [N, C, H, W] -> [N, C / b^2, H * b, W * b].
 extern const OpDef kDepthToSpace;
-const OpDef kDepthToSpace{
-    "DepthToSpace",
-    1,
-    1,
-    1,
-    1,
-    types_same_as_input0,
-    [](ShapeCtx& c) {
-      const Shape& s = c.shape(0);
-      check_rank4(s, "DepthToSpace");
-      const int64_t b = block_size(c.node), area = block_area(b);
-      crd_mode(c.node);
-      SG_CHECK(s[1] % area == 0) << "DepthToSpace channels " << s[1]
-                                 << " are not a multiple of blocksize^2 = " << area;
-      Shape out = {s[0], s[1] / area, 0, 0};
-      SG_CHECK(!__builtin_mul_overflow(s[2], b, &out[2]) &&
-               !__builtin_mul_overflow(s[3], b, &out[3]))
-          << "DepthToSpace output would be too large";
-      c.out[0] = out;
-    },
-    [](KernelCtx& c) {
-      const int64_t b = block_size(c.node), cout = c.out[0].dim(1);
-      const bool crd = crd_mode(c.node);
-      gather_nchw(c, [&](int64_t ch, int64_t h, int64_t w) {
-        const int64_t i = h % b, j = w % b;
-        return Src{crd ? (ch * b + i) * b + j : (i * b + j) * cout + ch, h / b, w / b};
-      });
-    }};
+const OpDef kDepthToSpace = with_lowering(
+    &kDepthToSpaceLowering,
+    OpDef{"DepthToSpace", 1, 1, 1, 1, types_same_as_input0,
+          [](ShapeCtx& c) {
+            const Shape& s = c.shape(0);
+            check_rank4(s, "DepthToSpace");
+            const int64_t b = block_size(c.node), area = block_area(b);
+            crd_mode(c.node);
+            SG_CHECK(s[1] % area == 0) << "DepthToSpace channels " << s[1]
+                                       << " are not a multiple of blocksize^2 = " << area;
+            Shape out = {s[0], s[1] / area, 0, 0};
+            SG_CHECK(!__builtin_mul_overflow(s[2], b, &out[2]) &&
+                     !__builtin_mul_overflow(s[3], b, &out[3]))
+                << "DepthToSpace output would be too large";
+            c.out[0] = out;
+          },
+          [](KernelCtx& c) {
+            const int64_t b = block_size(c.node), cout = c.out[0].dim(1);
+            const bool crd = crd_mode(c.node);
+            gather_nchw(c, [&](int64_t ch, int64_t h, int64_t w) {
+              const int64_t i = h % b, j = w % b;
+              return Src{crd ? (ch * b + i) * b + j : (i * b + j) * cout + ch, h / b, w / b};
+            });
+          }});
 
 // SpaceToDepth(x) {blocksize}: [N, C, H, W] -> [N, C * b^2, H / b, W / b], the channel index
 // (i * b + j) * C + c (DepthToSpace's DCR inverse).
 extern const OpDef kSpaceToDepth;
-const OpDef kSpaceToDepth{"SpaceToDepth",
-                          1,
-                          1,
-                          1,
-                          1,
-                          types_same_as_input0,
-                          [](ShapeCtx& c) {
-                            const Shape& s = c.shape(0);
-                            check_rank4(s, "SpaceToDepth");
-                            const int64_t b = block_size(c.node), area = block_area(b);
-                            SG_CHECK(s[2] % b == 0 && s[3] % b == 0)
-                                << "SpaceToDepth spatial dims " << shape_str(s)
-                                << " are not multiples of blocksize " << b;
-                            Shape out = {s[0], 0, s[2] / b, s[3] / b};
-                            SG_CHECK(!__builtin_mul_overflow(s[1], area, &out[1]))
-                                << "SpaceToDepth output would be too large";
-                            c.out[0] = out;
-                          },
-                          [](KernelCtx& c) {
-                            const int64_t b = block_size(c.node), cin = c.in[0].dim(1);
-                            gather_nchw(c, [&](int64_t ch, int64_t h, int64_t w) {
-                              const int64_t c0 = ch % cin, blk = ch / cin;
-                              return Src{c0, h * b + blk / b, w * b + blk % b};
-                            });
-                          }};
+const OpDef kSpaceToDepth = with_lowering(
+    &kSpaceToDepthLowering, OpDef{"SpaceToDepth", 1, 1, 1, 1, types_same_as_input0,
+                                  [](ShapeCtx& c) {
+                                    const Shape& s = c.shape(0);
+                                    check_rank4(s, "SpaceToDepth");
+                                    const int64_t b = block_size(c.node), area = block_area(b);
+                                    SG_CHECK(s[2] % b == 0 && s[3] % b == 0)
+                                        << "SpaceToDepth spatial dims " << shape_str(s)
+                                        << " are not multiples of blocksize " << b;
+                                    Shape out = {s[0], 0, s[2] / b, s[3] / b};
+                                    SG_CHECK(!__builtin_mul_overflow(s[1], area, &out[1]))
+                                        << "SpaceToDepth output would be too large";
+                                    c.out[0] = out;
+                                  },
+                                  [](KernelCtx& c) {
+                                    const int64_t b = block_size(c.node), cin = c.in[0].dim(1);
+                                    gather_nchw(c, [&](int64_t ch, int64_t h, int64_t w) {
+                                      const int64_t c0 = ch % cin, blk = ch / cin;
+                                      return Src{c0, h * b + blk / b, w * b + blk % b};
+                                    });
+                                  }});
 
 }  // namespace sgraph::ops

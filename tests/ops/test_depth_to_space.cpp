@@ -1,4 +1,5 @@
 // DepthToSpace (DCR and CRD) and SpaceToDepth: hand-computed layouts, the round trip, and errors.
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -59,4 +60,25 @@ TEST_CASE("DepthToSpace and SpaceToDepth: errors") {
   CHECK(contains(
       op_error(OpKind::SpaceToDepth, {iota<float>({1, 1, 2})}, {{"blocksize", int64_t{2}}}),
       "[N, C, H, W]"));
+}
+
+// Both modes, the spatial dims growing with n ([1, 8, n, 3] -> [1, 2, 2n, 6]), and blocks of 3.
+SG_LOWERING_SAMPLE(DepthToSpace, modes) {
+  const ValueId x = s.input(DType::f32, {1, 8, n, 3});
+  s.output(s.b.depth_to_space(x, Attributes{{"blocksize", int64_t{2}}}));
+  s.output(
+      s.b.depth_to_space(x, Attributes{{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}));
+  s.output(s.b.depth_to_space(s.input(DType::i64, {n, 9, 2, 1}, -9, 9),
+                              Attributes{{"blocksize", int64_t{3}}}));
+}
+
+// A batch of n ([n, 2, 4, 6] -> [n, 8, 2, 3]), and a height of 2n, compiled for one n (its
+// output's n/2 is a division the dynamic tier does not take).
+SG_LOWERING_SAMPLE(SpaceToDepth, blocks) {
+  s.output(
+      s.b.space_to_depth(s.input(DType::f32, {n, 2, 4, 6}), Attributes{{"blocksize", int64_t{2}}}));
+}
+SG_LOWERING_SAMPLE(SpaceToDepth, tall) {
+  s.output(s.b.space_to_depth(s.input(DType::f32, {1, 3, 2 * n, 4}),
+                              Attributes{{"blocksize", int64_t{2}}}));
 }
