@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -33,6 +34,16 @@ struct SymDim {
   // This dim plus c (still of the form above).
   SymDim plus(int64_t c) const {
     return sym < 0 ? constant(offset + c) : SymDim{sym, scale, offset + c * div, div}.normalized();
+  }
+  // This dim times c, when still of the form above: a constant's product, the dim itself (c = 1),
+  // 0 (c = 0), or an affine dim scaled (c > 1); nullopt otherwise (c < 0, or a floor division
+  // multiplied, which is no such form).
+  std::optional<SymDim> times(int64_t c) const {
+    if (sym < 0) return constant(offset * c);
+    if (c == 1) return *this;
+    if (c == 0) return constant(0);
+    if (c < 0 || div != 1) return std::nullopt;
+    return SymDim{sym, scale * c, offset * c, 1};
   }
   // floor(this / d), for d >= 1.
   SymDim divided(int64_t d) const {

@@ -266,11 +266,7 @@ std::optional<SymShape> symbolic_value_arith(const Graph& g, const Node& n,
       if (!x.symbolic()) return std::nullopt;  // (c - dim: a negative scale)
       return x.plus(-y.offset);
     }
-    const SymDim& d = x.symbolic() ? x : y;
-    const int64_t c = x.symbolic() ? y.offset : x.offset;
-    if (c == 0) return SymDim::constant(0);
-    if (c < 0 || !d.affine()) return std::nullopt;
-    return SymDim{d.sym, d.scale * c, d.offset * c, 1};
+    return x.symbolic() ? x.times(y.offset) : y.times(x.offset);
   };
   SymShape out;
   for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {

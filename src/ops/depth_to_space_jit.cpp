@@ -21,13 +21,6 @@ std::string why_not_blocks(const Graph&, const Node& n) {
   return mode == "DCR" || mode == "CRD" ? "" : "its mode";
 }
 
-// d times b, when a form.
-std::optional<SymDim> times(const SymDim& d, int64_t b) {
-  if (!d.symbolic()) return SymDim::constant(d.offset * b);
-  if (!d.affine()) return std::nullopt;
-  return SymDim{d.sym, d.scale * b, d.offset * b, 1};
-}
-
 llvm::Value* generate_depth_to_space(Emitter& e, const Node& n, const Index& idx) {
   llvm::IRBuilderBase& b = e.b;
   const int64_t k = block_of(n);
@@ -64,7 +57,7 @@ std::string check_blocks(const Graph& g, const Node& n, const std::vector<const 
   const SymShape &deep = to_space ? *in[0] : out, &wide = to_space ? out : *in[0];
   const int64_t k = block_of(n);
   if (deep[1].symbolic() || wide[1].symbolic()) return "symbolic channels";
-  const std::optional<SymDim> h = times(deep[2], k), w = times(deep[3], k);
+  const std::optional<SymDim> h = deep[2].times(k), w = deep[3].times(k);
   if (!((*in[0])[0] == out[0]) || wide[1].offset * k * k != deep[1].offset || !h || !w ||
       !(*h == wide[2]) || !(*w == wide[3]))
     return "not the same blocks at every value of the symbols";

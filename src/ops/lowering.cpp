@@ -125,6 +125,10 @@ Value* max_of(llvm::IRBuilderBase& b, Value* a, Value* x, DType t) {
   return b.CreateSelect(u ? b.CreateICmpULT(a, x) : b.CreateICmpSLT(a, x), x, a);
 }
 
+Value* scalar_element(Emitter& e, ValueId v) {
+  return e.element(v, Index(e.shape(v).size(), e.i64(0)));
+}
+
 Value* min_of(llvm::IRBuilderBase& b, Value* a, Value* x, DType t) {
   if (is_float(t))  // NaN propagates; vectorises as a reduction
     return b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, x);

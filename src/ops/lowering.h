@@ -233,6 +233,9 @@ const Tensor* constant_input(const Graph& g, const Node& n, size_t i);
 // "" when input i is absent or a constant, else "its <what> input is not a constant".
 std::string need_constant(const Graph& g, const Node& n, size_t i, const char* what);
 
+// The element of a one-element value v (a scalar operand: rank 0, or dims of 1), where code is
+// being emitted.
+llvm::Value* scalar_element(Emitter& e, ValueId v);
 // idx mapped from shape `from` to a shape `to` that differs only in size-1 dims; nullopt if not.
 std::optional<Index> unit_dims_map(Emitter& e, const Index& idx, const Shape& from,
                                    const Shape& to);

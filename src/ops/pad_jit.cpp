@@ -55,10 +55,8 @@ llvm::Value* generate_pad(Emitter& e, const Node& n, const Index& idx) {
   SG_CHECK(in.size() == out.size()) << node_str(n) << ": output shape " << shape_str(out)
                                     << " is not a padding of " << shape_str(in);
   const auto pad_value = [&]() -> llvm::Value* {
-    if (has_input(n, 2)) {
-      const ValueId v = n.inputs[2];
-      return e.element(v, Index(e.shape(v).size(), e.i64(0)));
-    }  // else 0, or the opset-2 `value` attribute that goes with the `pads` attribute
+    if (has_input(n, 2)) return scalar_element(e, n.inputs[2]);
+    // else 0, or the opset-2 `value` attribute that goes with the `pads` attribute
     return constant_of(e.context(), e.dtype(x), p.value);
   };
   llvm::Value* inside = nullptr;  // constant mode: whether idx lies in the (cropped) input

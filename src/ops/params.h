@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sgraph/graph.h"
@@ -53,7 +54,11 @@ std::optional<SliceFromStarts> slice_from_starts(size_t rank, const Tensor& star
                                                  const Tensor* axes, const Tensor* steps,
                                                  std::string& why);
 
-// ---- ConstantOfShape (shape_ops.cpp) -------------------------------------------------------
+// ---- Shape, ConstantOfShape (shape_ops.cpp) ------------------------------------------------
+
+// Shape's [start, end) of an input of rank `rank`: its attributes, negative ones counting from the
+// end, clamped to [0, rank]; end >= start.
+std::pair<int64_t, int64_t> shape_range(const Attributes& a, int64_t rank);
 
 // Its fill: attribute `value` (one element), f32 0 when absent; throws on another element count.
 Tensor constant_of_shape_fill(const Attributes& a);

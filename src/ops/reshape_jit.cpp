@@ -166,9 +166,10 @@ llvm::Value* generate_view(Emitter& e, const Node& n, const Index& idx) {
 }
 
 // The output's dims must group with the input's. The shape (or axes) operand is a constant, or
-// a region input whose elements the planner guards as forms of the symbols, having checked that
-// the planned output is what Reshape makes of them (runtime/session.cpp); any other operand that
-// decides a shape keeps the region interpreted.
+// its elements are forms of the symbols (a region input the planner guards as such, or a value
+// the region computes from its shapes), the planner having checked that the planned output is
+// what Reshape makes of them (runtime/session.cpp); any other operand that decides a shape keeps
+// the region interpreted.
 std::string why_not_dynamic_view(const Graph&, const Node&, const std::vector<const SymShape*>& in,
                                  const SymShape& out) {
   if (in.empty() || !in[0]) return "no input";

@@ -20,12 +20,7 @@ SymShape input_dims(Emitter& e, const Node& n) {
 
 llvm::Value* generate_shape(Emitter& e, const Node& n, const Index& idx) {
   const SymShape dims = input_dims(e, n);
-  const auto rank = static_cast<int64_t>(dims.size());
-  const auto clamp_dim = [rank](int64_t v) {
-    return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank);
-  };
-  const int64_t start = clamp_dim(n.attrs.get_int("start", 0));
-  const int64_t end = std::max(start, clamp_dim(n.attrs.get_int("end", rank)));
+  const auto [start, end] = shape_range(n.attrs, static_cast<int64_t>(dims.size()));
   if (end <= start) return e.i64(0);  // (an empty output: no element is made)
   llvm::IRBuilderBase& b = e.b;
   llvm::Value* r = e.dim(dims[static_cast<size_t>(start)]);
@@ -43,8 +38,7 @@ llvm::Value* generate_size(Emitter& e, const Node& n, const Index&) {
 llvm::Value* generate_range(Emitter& e, const Node& n, const Index& idx) {
   llvm::IRBuilderBase& b = e.b;
   const auto scalar = [&](size_t i) {
-    const Index at(e.planned_shape(n.inputs[i]).size(), e.i64(0));  // (rank 0 or [1])
-    return b.CreateSExtOrTrunc(e.element(n.inputs[i], at), b.getInt64Ty());
+    return b.CreateSExtOrTrunc(scalar_element(e, n.inputs[i]), b.getInt64Ty());
   };
   llvm::Value* v = b.CreateAdd(scalar(0), b.CreateMul(idx[0], scalar(2)));
   return b.CreateTrunc(v, element_type(e.context(), e.dtype(n.outputs[0])));

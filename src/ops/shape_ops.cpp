@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
-namespace {
 
 // ---- Shape(data) {start = 0, end = rank}: dims[start:end], negative bounds count from the end.
 std::pair<int64_t, int64_t> shape_range(const Attributes& a, int64_t rank) {
@@ -16,6 +16,8 @@ std::pair<int64_t, int64_t> shape_range(const Attributes& a, int64_t rank) {
   const int64_t start = clamp(a.get_int("start", 0)), end = clamp(a.get_int("end", rank));
   return {start, std::max(start, end)};
 }
+
+namespace {
 
 void shapes_shape(ShapeCtx& c) {
   const auto [start, end] = shape_range(c.attrs(), c.rank(0));
@@ -58,9 +60,8 @@ std::optional<SymShape> symbolic_value_size(const Graph&, const Node&,
       sym = d;
     }
   }
-  if (!sym) return SymShape{SymDim::constant(c)};
-  if (c == 0) return SymShape{SymDim::constant(0)};
-  return SymShape{SymDim{sym->sym, sym->scale * c, sym->offset * c, 1}};
+  const std::optional<SymDim> size = sym ? sym->times(c) : SymDim::constant(c);
+  return size ? std::optional<SymShape>(SymShape{*size}) : std::nullopt;
 }
 
 void shapes_scalar(ShapeCtx& c) { c.out[0] = {}; }

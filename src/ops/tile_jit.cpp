@@ -12,18 +12,9 @@ Ints tile_repeats(const Graph& g, const Node& n) { return constant_input(g, n, 1
 std::string check_tile(const Ints& repeats, const SymShape& in, const SymShape& out) {
   if (repeats.size() != in.size() || in.size() != out.size()) return "repeats do not fit the shape";
   for (size_t d = 0; d < in.size(); ++d) {
-    const int64_t r = repeats[d];
-    const SymDim& x = in[d];
-    SymDim want = x;
-    if (r == 0)
-      want = SymDim::constant(0);
-    else if (!x.symbolic())
-      want = SymDim::constant(x.offset * r);
-    else if (r != 1 && x.affine())
-      want = SymDim{x.sym, x.scale * r, x.offset * r, 1};
-    else if (r != 1)
-      return "a divided dim repeated";
-    if (!(want == out[d])) return "output shape is not the input's tiled";
+    const std::optional<SymDim> want = in[d].times(repeats[d]);
+    if (!want) return "a divided dim repeated";
+    if (!(*want == out[d])) return "output shape is not the input's tiled";
   }
   return "";
 }

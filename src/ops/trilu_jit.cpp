@@ -10,11 +10,7 @@ llvm::Value* generate_trilu(Emitter& e, const Node& n, const Index& idx) {
   llvm::IRBuilderBase& b = e.b;
   const size_t r = idx.size();
   llvm::Value* x = e.element(n.inputs[0], idx);
-  llvm::Value* k = e.i64(0);
-  if (has_input(n, 1)) {
-    const Index at(e.planned_shape(n.inputs[1]).size(), e.i64(0));  // (rank 0 or [1])
-    k = e.element(n.inputs[1], at);
-  }
+  llvm::Value* k = has_input(n, 1) ? scalar_element(e, n.inputs[1]) : e.i64(0);
   // (j - i is small: comparing it with k cannot overflow whatever k is)
   llvm::Value* d = b.CreateSub(idx[r - 1], idx[r - 2]);
   const bool upper = n.attrs.get_int("upper", 1) != 0;

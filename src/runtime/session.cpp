@@ -415,14 +415,13 @@ struct Session::Impl {
     return ro;
   }
 
-  // Whether node n makes small integer values only (at most 64 elements of i32 or i64, at a static
+  // Whether node n makes small integer values only (ShapeTracker::small_integers, at a static
   // shape): shape arithmetic.
   bool small_integers(const Node& n) const {
     for (ValueId v : n.outputs) {
-      const DType t = graph.values[v].dtype;
       const std::optional<SymShape>& s = symbolic.values[v];
-      if ((t != DType::i64 && t != DType::i32) || !s || !is_static(*s) ||
-          numel(eval_shape(*s, {})) > 64)
+      if (!s || !is_static(*s) ||
+          !ShapeTracker::small_integers(graph.values[v].dtype, numel(eval_shape(*s, {}))))
         return false;
     }
     return true;
@@ -662,6 +661,45 @@ struct Session::Impl {
     return "";
   }
 
+  // Whether symbolic_value_guards follows input k of node n, a value its shape rule reads, as forms
+  // of the symbols (operand_matches, range_matches).
+  static bool follows(const Node& n, size_t k) {
+    switch (n.op) {
+      case OpKind::Reshape:
+      case OpKind::Expand:
+        return k == 1;  // the shape operand
+      case OpKind::Slice:
+        return k == 2;  // the ends
+      case OpKind::ConstantOfShape:
+      case OpKind::Range:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // symbolic_value_guards' check of node n's planned output for the elements `e` of the operand it
+  // follows (but Range's, range_matches): "" when the output is what n's rule makes of them, else
+  // why not.
+  template <class Require>
+  std::string operand_matches(const RegionPlan& p, const Node& n, const SymShape& e,
+                              const Require& require) const {
+    switch (n.op) {
+      case OpKind::Reshape:
+        return reshape_matches(p, n, e);
+      case OpKind::Expand:
+        return expand_matches(p, n, e);
+      case OpKind::Slice:
+        return slice_matches(p, n, e, require);
+      case OpKind::ConstantOfShape: {
+        const SymShape* out = planned(p, n.outputs[0]);
+        return out && *out == e ? "" : "its dims not the operand's elements";
+      }
+      default:
+        return "not an operand the planner follows";
+    }
+  }
+
   // symbolic_value_guards' planned output of Range node n for its start, limit and delta forms
   // (over p's symbols): "" when p.planned_sym has the count ceil((limit - start) / delta), its
   // start and delta constants (delta >= 1), else why not. (A count below the planned dim's least
@@ -688,10 +726,7 @@ struct Session::Impl {
     for (const auto& [node, k] : vg.reads) {
       const Node& n = graph.nodes[node];
       if (graph.values[n.inputs[k]].initializer.defined()) continue;  // (in the code)
-      const bool shape_operand = (n.op == OpKind::Reshape || n.op == OpKind::Expand) && k == 1;
-      if (!(shape_operand || (n.op == OpKind::Slice && k == 2) || n.op == OpKind::Range ||
-            n.op == OpKind::ConstantOfShape))
-        return quoted(n.inputs[k]);
+      if (!follows(n, k)) return quoted(n.inputs[k]);
     }
     // The guarded inputs' elements, over the region's symbols.
     std::vector<std::optional<SymShape>> elements(graph.values.size());
@@ -731,13 +766,7 @@ struct Session::Impl {
       if (graph.values[v].initializer.defined()) continue;
       const std::optional<SymShape> e = region_elements(r, p, v, elements);
       if (!e) return quoted(v) + ", computed in it from values not forms of its symbols";
-      const std::string no = n.op == OpKind::Reshape  ? reshape_matches(p, n, *e)
-                             : n.op == OpKind::Expand ? expand_matches(p, n, *e)
-                             : n.op == OpKind::ConstantOfShape
-                                 ? (planned(p, n.outputs[0]) && *planned(p, n.outputs[0]) == *e
-                                        ? ""
-                                        : "its dims not the operand's elements")
-                                 : slice_matches(p, n, *e, require);
+      const std::string no = operand_matches(p, n, *e, require);
       if (!no.empty())
         return quoted(v) + " (" + std::string(op_name(n.op)) + " '" + n.name + "': " + no + ")";
       for (const SymDim& d : *e)
@@ -759,8 +788,7 @@ struct Session::Impl {
     if (known[v]) return known[v];
     const ValueInfo& val = graph.values[v];
     if (val.initializer.defined()) {
-      if ((val.dtype != DType::i64 && val.dtype != DType::i32) || val.initializer.numel() > 64)
-        return std::nullopt;
+      if (!ShapeTracker::small_integers(val.dtype, val.initializer.numel())) return std::nullopt;
       SymShape e;
       for (int64_t x : val.initializer.to_int64()) e.push_back(SymDim::constant(x));
       return known[v] = e;

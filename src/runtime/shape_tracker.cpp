@@ -136,8 +136,7 @@ void ShapeTracker::see(ValueId v, const Tensor& t) {
   std::vector<Seen>& s = seen_[v];
   if (!s.empty() && s.back().run == runs_) return;  // a value has one shape per run
   std::optional<Ints> ints;
-  if ((t.dtype() == DType::i64 || t.dtype() == DType::i32) && t.numel() <= kMaxKeptElements)
-    ints = t.to_int64();
+  if (small_integers(t.dtype(), t.numel())) ints = t.to_int64();
   s.push_back({runs_, t.shape(), std::move(ints)});
 }
 

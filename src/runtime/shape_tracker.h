@@ -54,6 +54,11 @@ class ShapeTracker final : public OpObserver {
   explicit ShapeTracker(const Graph& g);
 
   static constexpr int64_t kMaxKeptElements = 64;
+  // Whether a value of dtype t and n elements is one whose elements the tracker keeps (a small
+  // integer value: a shape vector, a length), as forms of the symbols where they are such.
+  static bool small_integers(DType t, int64_t n) {
+    return (t == DType::i64 || t == DType::i32) && n <= kMaxKeptElements;
+  }
 
   // Brackets one run. begin_run() closes a run left open; end_run() marks the ops that the run
   // did not observe as changed; abort_run() instead restores the record as it was before

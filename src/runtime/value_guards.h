@@ -19,8 +19,10 @@
 //   plan.value_guards = vg.guards;
 //
 // A dynamic region cannot guard a value as the one recorded (it changes with the symbols): the
-// Session guards a Reshape's or Expand's shape operand or a Slice's ends, when a region input, as
-// forms of the symbols instead (RegionPlan::value_sym_guards, from `reads`).
+// Session follows the operands it knows (a Reshape's, Expand's or ConstantOfShape's shape, a
+// Slice's ends, a Range's scalars) as forms of the symbols instead, guarding a region input's
+// elements as such forms (RegionPlan::value_sym_guards) and deriving those of a value the region
+// computes from its shapes (ops::symbolic_value), from `reads`.
 #pragma once
 
 #include <string>
