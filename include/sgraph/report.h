@@ -76,6 +76,7 @@ struct Report {
   // when the plan was made from it, else why it was ignored.
   std::string warmup_record;
   bool planned = false;
+  int folded_ops = 0;  // nodes folded into constants when the Session was made (fold_constants)
   // Compilation over the session's life, re-planned-away regions included: kernels compiled (a
   // kernel taken from the cache is not a compilation) and the time compiling them took; in
   // per_signature mode the input signatures compiled. The ops and regions below are then those

@@ -69,6 +69,12 @@ struct SessionOptions {
   // another size makes the batch dim symbolic instead of falling back every epoch).
   int max_guard_misses = 4;
   bool jit = true;  // compile regions (else they are planned but interpreted)
+  // Nodes whose inputs are all constants become constants when the Session is made (exporters'
+  // shape arithmetic over constants, a weight's Transpose): their readers then see constant
+  // operands, and graph() is the folded graph. Within a size bound
+  // (src/runtime/constant_folding.h); Report::folded_ops counts them. Never with interpret_only,
+  // which runs the graph as given (the reference the compiled paths are checked against).
+  bool fold_constants = true;
   // The second tier: changed ops whose changing dims the warm-up saw as symbols join dynamic
   // regions, compiled once for every value of those symbols (see Report's RegionReport::dynamic).
   // False: changed ops are interpreted.

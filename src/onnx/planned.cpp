@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <variant>
 
 #include "ir/debug.h"
 #include "runtime/warmup_record.h"
@@ -13,13 +14,45 @@ namespace sgraph {
 
 namespace {
 
-// The regions of the planned subgraphs (If branches) under `prefix`, by label.
+// The branch graphs (If branches) of g, nested ones too, by label ("<If node>/<attribute>",
+// nested labels joined by '/', as the export and the subgraph Sessions name them).
+void branch_graphs(const Graph& g, const std::string& prefix,
+                   std::map<std::string, const Graph*>& out) {
+  for (const Node& n : g.nodes)
+    for (const auto& [key, value] : n.attrs)
+      if (const auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value)) {
+        const std::string label = prefix + n.name + "/" + key;
+        out[label] = sub->get();
+        branch_graphs(**sub, label + "/", out);
+      }
+}
+
+// The regions of the planned subgraphs (If branches) under `prefix`, by label, as node indices
+// into the branch graphs of `branches`. A branch's Session runs its graph with constants folded
+// (SessionOptions::fold_constants), so its node indices are not the branch's own: each region's
+// nodes are found by name (a region never holds a folded node).
 void subgraph_groups(const std::vector<Report>& subs, const std::string& prefix,
+                     const std::map<std::string, const Graph*>& branches,
                      std::map<std::string, std::vector<std::vector<int32_t>>>& out) {
   for (const Report& sub : subs) {
     const std::string label = prefix + sub.graph;
-    for (const RegionReport& r : sub.regions) out[label].push_back(r.node_ids);
-    subgraph_groups(sub.subgraphs, label + "/", out);
+    const auto it = branches.find(label);
+    if (it != branches.end()) {
+      std::map<std::string, int32_t> index;
+      for (size_t i = 0; i < it->second->nodes.size(); ++i)
+        index[it->second->nodes[i].name] = static_cast<int32_t>(i);
+      for (const RegionReport& r : sub.regions) {
+        std::vector<int32_t> ids;
+        for (const std::string& name : r.nodes) {
+          const auto at = index.find(name);
+          SG_CHECK(at != index.end()) << "branch '" << label << "' has no node '" << name
+                                      << "' of its Session's region " << r.id;
+          ids.push_back(at->second);
+        }
+        out[label].push_back(std::move(ids));
+      }
+    }
+    subgraph_groups(sub.subgraphs, label + "/", branches, out);
   }
 }
 
@@ -50,7 +83,9 @@ std::string save_planned_onnx_bytes(const Session& s) {
     o.functions.push_back(r.node_ids);
     o.function_names.push_back((r.dynamic ? "dynamic_region_" : "region_") + std::to_string(r.id));
   }
-  subgraph_groups(rep.subgraphs, "", o.subgraph_functions);
+  std::map<std::string, const Graph*> branches;
+  branch_graphs(g, "", branches);
+  subgraph_groups(rep.subgraphs, "", branches, o.subgraph_functions);
   std::string bytes = save_onnx_bytes(out, o);
   // The record holds only if the file reads back as the same graph: ops sgraph holds in an older
   // opset's form may be written anew (an attribute as a constant input), and then it does not.

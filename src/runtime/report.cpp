@@ -56,6 +56,8 @@ std::string Report::to_text() const {
      << ": " << stable << " stable, " << ops.size() - stable << " changed; " << regions.size()
      << " regions covering " << in_region << " ops" << (planned ? "" : " (not planned yet)")
      << "\n";
+  if (folded_ops > 0)
+    os << "folded: " << folded_ops << " ops whose inputs are all constants, now constants\n";
   if (!warmup_record.empty() && warmup_record != "loaded")
     os << "warm-up record " << warmup_record << "\n";
   if (planned)
@@ -138,6 +140,7 @@ nlohmann::ordered_json json_of(const Report& rep) {
   j["warmup_runs"] = rep.warmup_runs;
   j["warmup_record"] = rep.warmup_record;
   j["planned"] = rep.planned;
+  j["folded_ops"] = rep.folded_ops;
   j["replans"] = rep.replans;
   j["steps"] = rep.steps;
   j["kernel_calls"] = rep.kernel_calls;

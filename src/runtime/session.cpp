@@ -19,6 +19,7 @@
 #include "ops/op.h"
 #include "ops/params.h"
 #include "runtime/background_compiler.h"
+#include "runtime/constant_folding.h"
 #include "runtime/executable_graph.h"
 #include "runtime/interpreter.h"
 #include "runtime/op_profiler.h"
@@ -88,6 +89,8 @@ struct Session::Impl {
     max_threads = options.threads > 0 ? options.threads : hardware_threads();
     if (!options.runtime) options.runtime = Runtime::process();
     graph.infer_and_verify();
+    // (Not in interpret_only mode: the plain interpreter of the graph as given, the reference.)
+    if (options.fold_constants && !options.interpret_only) folded_ops = fold_constants(graph);
     std::map<std::string, std::string> sub_records;  // (a planned model's, for its subgraphs)
     const std::string prefix = std::string(kWarmupRecordKey) + ":";
     if (options.use_warmup_record)
@@ -1238,6 +1241,7 @@ struct Session::Impl {
     rep.warmup_runs = tracker->runs();
     rep.warmup_record = record_status;
     rep.planned = ex != nullptr;
+    rep.folded_ops = folded_ops;
     rep.replans = replans;
     rep.steps = ex ? ex->num_steps() : graph.nodes.size();
     rep.compilations = compilations;
@@ -1391,6 +1395,7 @@ struct Session::Impl {
   std::vector<std::string> not_dynamic;     // per changed node: why it is in no dynamic region
   ShapeTracker::SymbolicDims symbolic;      // the warm-up's symbolic dims, as planned
   int replans = 0;
+  int folded_ops = 0;                                 // Report::folded_ops
   std::string record_status;                          // Report::warmup_record
   std::vector<std::shared_ptr<RegionStats>> dropped;  // counters of regions re-planned away
   int compilations = 0;                               // kernels compiled, in either mode

@@ -32,7 +32,7 @@ std::map<std::string, bool> stability(const Report& r) {
 }  // namespace
 
 TEST_CASE("Planned model: regions as functions, read back planned, kernels from the first call") {
-  Session a(split_mlp(), SessionOptions{.warmup_runs = 3});
+  Session a(split_mlp(), unfolded({.warmup_runs = 3}));
   for (int64_t batch : {2, 2, 5}) a.run({random_f32({batch, 4}, 10)});
   REQUIRE(a.planned());
   const Report want = a.report();
@@ -47,7 +47,7 @@ TEST_CASE("Planned model: regions as functions, read back planned, kernels from 
         static_cast<int>(want.ops.size() - in_regions + want.regions.size()));
   for (const auto& f : m.functions()) CHECK(f.domain() == "sgraph.region");
 
-  Session b(load_onnx_bytes(bytes, "planned"));
+  Session b(load_onnx_bytes(bytes, "planned"), unfolded({}));
   REQUIRE(b.planned());
   const Report got = b.report();
   CHECK(got.warmup_record == "loaded");
@@ -67,7 +67,7 @@ TEST_CASE("Planned model: regions as functions, read back planned, kernels from 
   }
   CHECK(after.warmup_runs == 3);
   // Not planned yet: nothing to write.
-  Session fresh(split_mlp());
+  Session fresh(split_mlp(), unfolded({}));
   CHECK(contains(error_of([&] { (void)save_planned_onnx_bytes(fresh); }), "has planned"));
 }
 

@@ -35,7 +35,7 @@ TEST_CASE(
   const SlowCompiles slow(1500);
   SessionOptions o{.warmup_runs = 2};
   o.background_compile = true;
-  Session s(split_mlp(), o);
+  Session s(split_mlp(), unfolded(o));
   Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   const Tensor x = random_f32({3, 4}, 5);
   s.run({x});
@@ -70,7 +70,7 @@ TEST_CASE(
 TEST_CASE("Background compilation: results match the interpreter on every call as kernels arrive") {
   SessionOptions o{.warmup_runs = 3};
   o.background_compile = true;
-  Session s(split_mlp(), o);
+  Session s(split_mlp(), unfolded(o));
   Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   // The batch changes in warm-up: one static and one dynamic region.
   const int64_t batches[] = {2, 5, 3, 7, 1, 4, 9, 2, 6};
@@ -91,11 +91,11 @@ TEST_CASE("Background compilation: a Session destroyed while compiling") {
   SessionOptions o{.warmup_runs = 1};
   o.background_compile = true;
   {
-    Session s(split_mlp(), o);
+    Session s(split_mlp(), unfolded(o));
     s.run({random_f32({3, 4}, 5)});
     CHECK(s.compiling());
   }  // joins the compile thread after its current job; the queued one is dropped
-  Session s(split_mlp(), o);
+  Session s(split_mlp(), unfolded(o));
   s.run({random_f32({3, 4}, 5)});
   s.wait_compiled();
   s.run({random_f32({3, 4}, 6)});

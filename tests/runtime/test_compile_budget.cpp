@@ -21,13 +21,13 @@ int64_t kernel_calls(const Report& r) {
 }  // namespace
 
 TEST_CASE("Compile budget: off by default, and a long horizon compiles every region at once") {
-  Session off(split_mlp(), SessionOptions{.warmup_runs = 2});
+  Session off(split_mlp(), unfolded({.warmup_runs = 2}));
   for (int i = 0; i < 2; ++i) off.run({random_f32({3, 4}, 1)});
   for (const RegionReport& r : off.report().regions) {
     CHECK(r.compiled);
     CHECK(r.budget.empty());
   }
-  Session on(split_mlp(), SessionOptions{.warmup_runs = 2, .compile_horizon = int64_t{1} << 40});
+  Session on(split_mlp(), unfolded({.warmup_runs = 2, .compile_horizon = int64_t{1} << 40}));
   for (int i = 0; i < 2; ++i) on.run({random_f32({3, 4}, 1)});
   const Report r = on.report();
   REQUIRE(r.regions.size() == 2);
@@ -42,9 +42,8 @@ TEST_CASE("Compile budget: off by default, and a long horizon compiles every reg
 TEST_CASE("Compile budget: a region deferred by a short horizon is compiled once it has repaid") {
   for (bool background : {false, true}) {
     CAPTURE(background);
-    Session s(
-        split_mlp(),
-        SessionOptions{.warmup_runs = 2, .background_compile = background, .compile_horizon = 1});
+    Session s(split_mlp(),
+              unfolded({.warmup_runs = 2, .background_compile = background, .compile_horizon = 1}));
     Session ref(split_mlp(), SessionOptions{.interpret_only = true});
     for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
     Report r = s.report();
@@ -102,18 +101,18 @@ TEST_CASE("Compile budget: a region whose kernel a cache holds is loaded at once
   const std::shared_ptr<Runtime> filler = Runtime::create();
   {  // fills the disk cache (and, while alive, filler's memory cache)
     Session s(split_mlp(),
-              SessionOptions{.warmup_runs = 2, .cache_dir = dir.path.string(), .runtime = filler});
+              unfolded({.warmup_runs = 2, .cache_dir = dir.path.string(), .runtime = filler}));
     for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
     REQUIRE(s.report().compilations == 2);
   }
   for (bool background : {false, true}) {
     CAPTURE(background);
     // Another process's view: a JIT of its own, the same cache directory.
-    Session s(split_mlp(), SessionOptions{.warmup_runs = 2,
-                                          .cache_dir = dir.path.string(),
-                                          .background_compile = background,
-                                          .compile_horizon = 1,
-                                          .runtime = Runtime::create()});
+    Session s(split_mlp(), unfolded({.warmup_runs = 2,
+                                     .cache_dir = dir.path.string(),
+                                     .background_compile = background,
+                                     .compile_horizon = 1,
+                                     .runtime = Runtime::create()}));
     for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
     check_tensors_close(s.run({x})[0], want);
     const Report r = s.report();
@@ -135,9 +134,9 @@ TEST_CASE("Compile budget: a region whose kernel a cache holds is loaded at once
     }
   }
   // A kernel in this process's memory: the same.
-  Session kept(split_mlp(), SessionOptions{.warmup_runs = 2, .runtime = filler});
+  Session kept(split_mlp(), unfolded({.warmup_runs = 2, .runtime = filler}));
   for (int i = 0; i < 2; ++i) kept.run({random_f32({3, 4}, 1)});
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .compile_horizon = 1, .runtime = filler});
+  Session s(split_mlp(), unfolded({.warmup_runs = 2, .compile_horizon = 1, .runtime = filler}));
   for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
   check_tensors_close(s.run({x})[0], want);
   for (const RegionReport& reg : s.report().regions) {
@@ -148,10 +147,10 @@ TEST_CASE("Compile budget: a region whose kernel a cache holds is loaded at once
   }
   // An empty cache: deferred as before.
   TempDir empty;
-  Session cold(split_mlp(), SessionOptions{.warmup_runs = 2,
-                                           .cache_dir = empty.path.string(),
-                                           .compile_horizon = 1,
-                                           .runtime = Runtime::create()});
+  Session cold(split_mlp(), unfolded({.warmup_runs = 2,
+                                      .cache_dir = empty.path.string(),
+                                      .compile_horizon = 1,
+                                      .runtime = Runtime::create()}));
   for (int i = 0; i < 2; ++i) cold.run({random_f32({3, 4}, 1)});
   for (const RegionReport& reg : cold.report().regions) {
     CAPTURE(reg.budget);

@@ -12,7 +12,7 @@ using namespace sgraph::test;
 
 TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops form a region") {
   // The method's first tier alone: changed ops are interpreted.
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 3, .dynamic = false});
+  Session s(split_mlp(), unfolded({.warmup_runs = 3, .dynamic = false}));
   CHECK_FALSE(s.planned());
   for (int64_t batch : {2, 2, 5}) s.run({random_f32({batch, 4}, 10)});
   REQUIRE(s.planned());
@@ -40,7 +40,7 @@ TEST_CASE("Session: variable batch marks batch-dependent ops changed, weight ops
 }
 
 TEST_CASE("Session: the same shapes every run leave every op stable, both regions compile") {
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 2});
+  Session s(split_mlp(), unfolded({.warmup_runs = 2}));
   s.run({random_f32({3, 4}, 1)});
   s.run({random_f32({3, 4}, 2)});
   const Report r = s.report();
@@ -68,7 +68,7 @@ TEST_CASE("Session: the same shapes every run leave every op stable, both region
 }
 
 TEST_CASE("Session: guard misses fall back, then re-plan only the changed region") {
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
+  Session s(split_mlp(), unfolded({.warmup_runs = 2, .max_guard_misses = 2}));
   for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
   Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   for (uint32_t seed : {5, 6, 7}) {  // batch 6: the {bias, y} region's guard fails
@@ -134,7 +134,7 @@ TEST_CASE("Session: the encoder block with a changing sequence length") {
 }
 
 TEST_CASE("Session: changed ops form a dynamic region, compiled once and hit for every batch") {
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 3, .threads = 1});
+  Session s(split_mlp(), unfolded({.warmup_runs = 3, .threads = 1}));
   Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   for (int64_t batch : {2, 3, 5}) s.run({random_f32({batch, 4}, 10)});
   Report r = s.report();
@@ -213,7 +213,7 @@ TEST_CASE(
 }
 
 TEST_CASE("Report: JSON and DOT carry the same decisions") {
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 2});
+  Session s(split_mlp(), unfolded({.warmup_runs = 2}));
   for (int64_t batch : {2, 5}) s.run({random_f32({batch, 4}, 3)});
   const Report r = s.report();
   const auto j = nlohmann::json::parse(r.to_json());
@@ -239,7 +239,7 @@ TEST_CASE("Report: JSON and DOT carry the same decisions") {
 TEST_CASE("Session: option errors and the report before planning") {
   CHECK(contains(error_of([] { Session(split_mlp(), SessionOptions{.warmup_runs = 0}); }),
                  "warmup_runs must be at least 1"));
-  Session s(split_mlp());
+  Session s(split_mlp(), unfolded({}));
   s.run({random_f32({1, 4}, 1)});
   const Report r = s.report();
   CHECK_FALSE(r.planned);
@@ -311,7 +311,7 @@ TEST_CASE("Session: an occasional other shape falls back without losing the kern
   // Batch 3 nine calls in ten, batch 5 the tenth (an epoch's smaller last batch): the region
   // misses its guard each tenth call and is interpreted then, but it is never re-planned, since
   // its kernel runs far more often than it misses.
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
+  Session s(split_mlp(), unfolded({.warmup_runs = 2, .max_guard_misses = 2}));
   Session ref(split_mlp(), SessionOptions{.interpret_only = true});
   for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
   for (uint32_t call = 0; call < 40; ++call) {
@@ -334,7 +334,7 @@ TEST_CASE("Session: traffic moving to another shape re-plans soon, however long 
   // 5,000 calls at batch 3, then batch 5 only: the totals would need 5,000 misses before misses
   // outnumber hits; the recent counts (halved every RegionStats::kRecentWindow calls) need about
   // one window. An epoch's occasional other batch still keeps the kernel (test above).
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 2, .max_guard_misses = 2});
+  Session s(split_mlp(), unfolded({.warmup_runs = 2, .max_guard_misses = 2}));
   for (int i = 0; i < 2; ++i) s.run({random_f32({3, 4}, 1)});
   const Tensor x3 = random_f32({3, 4}, 2);
   for (int call = 0; call < 5000; ++call) s.run({x3});

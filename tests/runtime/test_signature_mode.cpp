@@ -31,7 +31,7 @@ void run_checked(Session& s, const std::vector<int64_t>& batches, uint32_t seed 
 }  // namespace
 
 TEST_CASE("per_signature: results equal the interpreter's as shapes change") {
-  Session s(split_mlp(), per_signature());
+  Session s(split_mlp(), unfolded(per_signature()));
   CHECK_FALSE(s.planned());
   run_checked(s, {2, 5, 2, 7, 5, 1, 1, 7});
   CHECK(s.planned());
@@ -75,7 +75,7 @@ TEST_CASE("per_signature: the encoder block over changing batch and sequence len
 }
 
 TEST_CASE("per_signature: a repeated signature does not recompile, a new one recompiles all") {
-  Session s(split_mlp(), per_signature());
+  Session s(split_mlp(), unfolded(per_signature()));
   run_checked(s, {2});
   Report r = s.report();
   REQUIRE(r.regions.size() == 2);
@@ -103,8 +103,8 @@ TEST_CASE("per_signature: a repeated signature does not recompile, a new one rec
 
 TEST_CASE("profile_guided compiles each stable region once over the same cycling workload") {
   const std::vector<int64_t> cycle{2, 5, 7, 2, 5, 7, 2, 5, 7, 2, 5, 7, 2, 5, 7};
-  Session guided(split_mlp(), SessionOptions{.threads = 1});
-  Session whole(split_mlp(), per_signature());
+  Session guided(split_mlp(), unfolded({.threads = 1}));
+  Session whole(split_mlp(), unfolded(per_signature()));
   run_checked(guided, cycle);
   run_checked(whole, cycle);
   // Profile-guided: the batch changed during warm-up, so only the weight branch is stable; its
@@ -131,7 +131,7 @@ TEST_CASE("profile_guided: a short last batch falls back, keeps the kernel, noth
   // Training-style: batch 4, with a short last batch of 1 every third call.
   std::vector<int64_t> batches{4, 4, 4};
   for (int epoch = 0; epoch < 8; ++epoch) batches.insert(batches.end(), {4, 4, 1});
-  Session guided(split_mlp(), SessionOptions{.max_guard_misses = 2, .threads = 1});
+  Session guided(split_mlp(), unfolded({.max_guard_misses = 2, .threads = 1}));
   run_checked(guided, {4, 4, 4});
   REQUIRE(guided.report().regions.size() == 2);  // everything stable: both regions compiled
   CHECK(guided.report().compilations == 2);
@@ -151,14 +151,14 @@ TEST_CASE("profile_guided: a short last batch falls back, keeps the kernel, noth
   CHECK(calls == 2 * static_cast<int64_t>(batches.size()) - 8);  // the weight region always hits
   CHECK(g.compilations == 2);
 
-  Session whole(split_mlp(), per_signature());
+  Session whole(split_mlp(), unfolded(per_signature()));
   run_checked(whole, batches, 50);
   CHECK(whole.report().signatures == 2);
   CHECK(whole.report().compilations == 2 * 2);
 }
 
 TEST_CASE("Report: mode and compilation figures in text and JSON") {
-  Session s(split_mlp(), per_signature());
+  Session s(split_mlp(), unfolded(per_signature()));
   run_checked(s, {2, 3});
   const Report r = s.report();
   CHECK(contains(r.to_text(), "compiled: 4 kernels in "));
@@ -179,7 +179,7 @@ TEST_CASE("Report: mode and compilation figures in text and JSON") {
 }
 
 TEST_CASE("per_signature: bad inputs throw, before and after a signature is compiled") {
-  Session s(split_mlp(), per_signature());
+  Session s(split_mlp(), unfolded(per_signature()));
   const std::string wrong_dtype = "input 'x' must be f32, got f64";
   CHECK(contains(error_of([&] { s.run({Tensor(DType::f64, {2, 4})}); }), wrong_dtype));
   CHECK(contains(error_of([&] { s.run(std::vector<Tensor>{}); }), "takes 1 inputs, got 0"));

@@ -15,7 +15,7 @@ namespace {
 // split_mlp warmed up at batches 2, 2, 5: the weight branch stable, the batch-dependent ops
 // changed (a dynamic region over `batch`). Returns its record.
 std::string recorded_mlp(Report* report = nullptr) {
-  Session s(split_mlp(), SessionOptions{.warmup_runs = 3});
+  Session s(split_mlp(), unfolded({.warmup_runs = 3}));
   for (int64_t batch : {2, 2, 5}) s.run({random_f32({batch, 4}, 10)});
   REQUIRE(s.planned());
   if (report) *report = s.report();
@@ -32,7 +32,7 @@ Graph with_record(Graph g, std::string record) {
 TEST_CASE("Warm-up record: a Session made with it is planned at once, as the recorded one was") {
   Report want;
   const std::string record = recorded_mlp(&want);
-  Session s(with_record(split_mlp(), record));
+  Session s(with_record(split_mlp(), record), unfolded({}));
   REQUIRE(s.planned());
   const Report got = s.report();
   CHECK(got.warmup_record == "loaded");
@@ -169,7 +169,7 @@ TEST_CASE("Warm-up record: a dynamic Reshape's shape operand is recorded as form
 }
 
 TEST_CASE("Warm-up record: names given at saving are those a graph must have to load it") {
-  Session a(split_mlp(), SessionOptions{.warmup_runs = 2});
+  Session a(split_mlp(), unfolded({.warmup_runs = 2}));
   for (int i = 0; i < 2; ++i) a.run({random_f32({3, 4}, 5)});
   REQUIRE(a.planned());
   std::vector<std::string> nodes = node_names(a.graph()), values = value_names(a.graph());
@@ -182,19 +182,19 @@ TEST_CASE("Warm-up record: names given at saving are those a graph must have to 
   for (size_t v = 0; v < renamed.values.size(); ++v) renamed.values[v].name = values[v];
   CHECK(graph_fingerprint(renamed, node_names(renamed), value_names(renamed)) ==
         graph_fingerprint(a.graph(), nodes, values));
-  Session s(with_record(std::move(renamed), record));
+  Session s(with_record(std::move(renamed), record), unfolded({}));
   REQUIRE(s.planned());
   CHECK(s.report().warmup_record == "loaded");
   CHECK(s.report().regions.size() == a.report().regions.size());
   const Tensor in = random_f32({3, 4}, 6);
   check_tensors_close(s.run({in})[0], a.run({in})[0]);
-  Session other(with_record(split_mlp(), record));
+  Session other(with_record(split_mlp(), record), unfolded({}));
   CHECK_FALSE(other.planned());
   CHECK(contains(other.report().warmup_record, "another graph"));
 }
 
 TEST_CASE("Warm-up record: none before the first warm-up run, none in interpret_only mode") {
-  Session s(split_mlp());
+  Session s(split_mlp(), unfolded({}));
   const Graph& g = s.graph();
   CHECK(contains(error_of([&] { (void)s.warmup_record(node_names(g), value_names(g)); }),
                  "before the Session's first warm-up run"));
@@ -205,12 +205,12 @@ TEST_CASE("Warm-up record: none before the first warm-up run, none in interpret_
 
 TEST_CASE("Warm-up record: one of fewer runs than the warm-up is where the warm-up goes on from") {
   // Batches 2, 2, 5 as recorded_mlp, split: the record holds the first two runs.
-  Session first(split_mlp(), SessionOptions{.warmup_runs = 3});
+  Session first(split_mlp(), unfolded({.warmup_runs = 3}));
   for (int64_t batch : {2, 2}) first.run({random_f32({batch, 4}, 10)});
   REQUIRE_FALSE(first.planned());
   const std::string partial =
       first.warmup_record(node_names(first.graph()), value_names(first.graph()));
-  Session s(with_record(split_mlp(), partial), SessionOptions{.warmup_runs = 3});
+  Session s(with_record(split_mlp(), partial), unfolded({.warmup_runs = 3}));
   CHECK_FALSE(s.planned());
   Report r = s.report();
   CHECK(r.warmup_record == "loaded: 2 of 3 warm-up runs, warming up on");
