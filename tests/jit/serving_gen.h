@@ -38,6 +38,23 @@ class ServeGen {
 
   int uniform(int lo, int hi) { return draw(rng_, lo, hi); }
   bool chance(double p) { return coin(rng_, p); }
+
+  // The constant integer operand v, or (often) v as exporters compute it over constants: a
+  // Concat of its two parts, maybe flattened by a Reshape. The compiled Session folds the chain
+  // back into v (SessionOptions::fold_constants); the interpreting reference runs it.
+  ValueId ints(const Ints& v, Rng& g) {
+    if (v.empty() || !coin(g, 0.3)) return b_.ints(v);
+    ValueId r = b_.ints(v);
+    if (v.size() >= 2) {
+      const auto k = static_cast<std::ptrdiff_t>(draw(g, 1, static_cast<int>(v.size()) - 1));
+      r = b_.node(OpKind::Concat,
+                  {b_.ints(Ints(v.begin(), v.begin() + k)), b_.ints(Ints(v.begin() + k, v.end()))},
+                  {{"axis", int64_t{0}}})
+              .front();
+    }
+    if (v.size() < 2 || coin(g, 0.5)) r = b_.reshape(r, b_.ints({-1}));
+    return r;
+  }
   template <class T>
   const T& one_of(const std::vector<T>& v) {
     return v[uniform(0, static_cast<int>(v.size()) - 1)];
@@ -280,7 +297,7 @@ class ServeGen {
           pads = trial;
       }
     const Shapes out = *pad_shapes(x.shapes, axes, pads, mode == "reflect");
-    std::vector<ValueId> in = {x.id, b_.ints(pads)};
+    std::vector<ValueId> in = {x.id, ints(pads, g)};
     double bound = x.bound;
     if (mode == "constant" && coin(g, 0.5)) {
       in.push_back(b_.scalar(static_cast<float>(draw(g, -4, 4)) / 4));
@@ -447,7 +464,7 @@ class ServeGen {
     });
     const std::optional<Ints> spec = reshape_spec(x.shapes, out, rng_);
     if (!spec) return unary(x, rng_);
-    return made(b_.reshape(x.id, b_.ints(*spec)), out, x.bound);
+    return made(b_.reshape(x.id, ints(*spec, rng_)), out, x.bound);
   }
 
   // Expand by a constant shape: fixed size-1 dims grow, maybe a new leading dim; the shape
@@ -460,7 +477,7 @@ class ServeGen {
     Shapes out;
     for (int k = 0; k < kScenarios; ++k) broadcast(x.shapes[k], target, &out[k]);
     if (max_numel(out) > kMaxNumel) return unary(x, rng_);
-    return made(b_.expand(x.id, b_.ints(target)), out, x.bound);
+    return made(b_.expand(x.id, ints(target, rng_)), out, x.bound);
   }
 
   // ReduceSum/Mean/Max/Min/L1/L2/SumSquare over one or two axes (a constant input or the

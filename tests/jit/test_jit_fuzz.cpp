@@ -644,7 +644,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int graphs_with_kernels = 0, regions_compiled = 0, regions_not_compiled = 0, with_interp = 0;
-  int failed = 0, forced_graphs = 0;
+  int failed = 0, forced_graphs = 0, with_folded = 0;
   int64_t kernel_calls = 0;
   double max_err = 0;  // in units of the tolerance
   std::string not_compiled_example;
@@ -698,15 +698,16 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     regions_compiled += compiled;
     graphs_with_kernels += compiled > 0;
     kernel_calls += rep.kernel_calls;
+    with_folded += rep.folded_ops > 0;
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << with_interp
-                 << " with interpreted ops, " << forced_graphs << " on forced threads), "
-                 << graphs_with_kernels << " with kernels, " << regions_compiled
-                 << " regions compiled (" << regions_not_compiled << " not), " << kernel_calls
-                 << " kernel calls; " << failed << " failed; max error " << max_err
-                 << " x tolerance; " << secs << " s");
+                 << " with interpreted ops, " << forced_graphs << " on forced threads, "
+                 << with_folded << " with ops folded into constants), " << graphs_with_kernels
+                 << " with kernels, " << regions_compiled << " regions compiled ("
+                 << regions_not_compiled << " not), " << kernel_calls << " kernel calls; " << failed
+                 << " failed; max error " << max_err << " x tolerance; " << secs << " s");
   if (!not_compiled_example.empty()) MESSAGE("not compiled, e.g. " << not_compiled_example);
   CHECK(graphs_with_kernels * 10 >= graphs * 3);
 }

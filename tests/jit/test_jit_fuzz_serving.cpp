@@ -51,7 +51,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int failed = 0, failed_shape = 0, failed_with_cache_hits = 0, twins = 0, computed = 0;
-  int forced_graphs = 0, disk_graphs = 0;
+  int forced_graphs = 0, disk_graphs = 0, folded_graphs = 0;
   int64_t disk_hits = 0;
   int64_t calls = 0, kernel_calls = 0, guard_misses = 0, replans = 0, compiled = 0, hits = 0;
   int64_t dynamic = 0, dynamic_calls = 0, merged = 0;
@@ -165,6 +165,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
         break;
       }
       kernel_calls += rep.kernel_calls;
+      folded_graphs += rep.folded_ops > 0;
       guard_misses += rep.guard_misses;
       replans += rep.replans;
       compiled += rep.compilations;
@@ -180,12 +181,12 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << twins << " twin chains, "
-                 << computed << " computed shapes, " << forced_graphs << " on forced threads), "
-                 << calls << " calls: " << compiled << " kernels compiled, " << hits
-                 << " regions from the cache, " << dynamic << " dynamic regions compiled ("
-                 << dynamic_calls << " calls; " << merged << " with stable ops merged in), "
-                 << kernel_calls << " kernel calls, " << guard_misses << " guard misses, "
-                 << replans << " re-plans, " << disk_graphs
+                 << computed << " computed shapes, " << forced_graphs << " on forced threads, "
+                 << folded_graphs << " with ops folded into constants), " << calls << " calls: "
+                 << compiled << " kernels compiled, " << hits << " regions from the cache, "
+                 << dynamic << " dynamic regions compiled (" << dynamic_calls << " calls; "
+                 << merged << " with stable ops merged in), " << kernel_calls << " kernel calls, "
+                 << guard_misses << " guard misses, " << replans << " re-plans, " << disk_graphs
                  << " graphs served again from a disk cache (" << disk_hits << " regions loaded); "
                  << failed << " failed (" << failed_shape << " on a shape, "
                  << failed_with_cache_hits << " with cached kernels); " << secs << " s");
