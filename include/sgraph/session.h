@@ -174,6 +174,8 @@ class Session {
   // interpret_only mode (nothing to warm up).
   void warm_up(const std::vector<std::vector<Tensor>>& data_sets);
 
+  // The graph this Session runs: the one it was given, with its nodes over constants folded
+  // (SessionOptions::fold_constants; node and value names are kept, the folded nodes are gone).
   const Graph& graph() const;
   const SessionOptions& options() const;
   // Per-op wall time of the most recent run that returned, in execution order.

@@ -248,7 +248,8 @@ int check_registered(OpKind op) {
   for (const test::LoweringSampleEntry& e : test::lowering_samples()) {
     if (e.op != op) continue;
     for (bool fused : {false, true}) {
-      INFO(op_name(op) << " sample '" << e.variant << "'" << std::string(fused ? " fused" : ""));
+      INFO(op_name(op) << " sample '" << std::string(e.variant) << "'"
+                       << std::string(fused ? " fused" : ""));
       LoweringSample s(fused);
       for (int64_t n : fused ? std::vector<int64_t>{7} : std::vector<int64_t>{1, 7, 1023})
         e.build(s, n);
@@ -426,7 +427,8 @@ TEST_CASE("JIT lowerings (dynamic tier): one kernel per sample serves every n, f
     int ran = 0;
     for (const auto& [variant, f] : samples)
       for (bool fused : {false, true}) {
-        INFO(op_name(op) << " sample '" << variant << "'" << std::string(fused ? " fused" : ""));
+        INFO(op_name(op) << " sample '" << std::string(variant) << "'"
+                         << std::string(fused ? " fused" : ""));
         const std::string why = check_dynamic(f, fused);
         if (why.empty()) {
           ++ran;
