@@ -44,6 +44,17 @@ namespace {
 
 using onnx_import::tensor_from_proto;
 
+// Frees a tensor's data (not its name, type or dims): swapped with empty fields, since clearing
+// one keeps its memory.
+void release_data(onnx::TensorProto& t) {
+  std::string().swap(*t.mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(t.mutable_float_data());
+  google::protobuf::RepeatedField<double>().Swap(t.mutable_double_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(t.mutable_int32_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(t.mutable_int64_data());
+  google::protobuf::RepeatedField<uint64_t>().Swap(t.mutable_uint64_data());
+}
+
 // Names visible while converting one graph; falls back to the enclosing graph's names.
 struct Scope {
   Graph& g;
@@ -122,9 +133,18 @@ class Importer {
   std::map<FunctionKey, const onnx::FunctionProto*> functions_;
   std::vector<const onnx::FunctionProto*>
       inlining_;  // the functions being inlined, outermost first
+
+ public:
+  // The model's own graph, when the caller owns the model: each of its initializers' data is
+  // freed as soon as it is a constant of the graph, so the import holds the weights once, not
+  // twice (the parsed model's copy beside the graph's) at its peak.
+  onnx::GraphProto* release_data_of = nullptr;
+
+ private:
+  const onnx::ModelProto* model_;
 };
 
-Importer::Importer(int64_t opset, const onnx::ModelProto& model) : opset_(opset) {
+Importer::Importer(int64_t opset, const onnx::ModelProto& model) : opset_(opset), model_(&model) {
   for (const auto& o : model.opset_import())
     if (!o.domain().empty() && o.domain() != "ai.onnx") domains_[o.domain()] = o.version();
   for (const onnx::FunctionProto& f : model.functions()) {
@@ -329,9 +349,14 @@ void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {
     s.reserved_values.insert(n.output().begin(), n.output().end());
     s.node_names.insert(n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name());
   }
-  for (const auto& init : gp.initializer()) {
+  for (int i = 0; i < gp.initializer_size(); ++i) {
+    const onnx::TensorProto& init = gp.initializer(i);
     SG_CHECK(!init.name().empty()) << "an initializer has no name";
     constant(s, init.name(), tensor_from_proto(init));
+    if (&gp == release_data_of) {  // (checked now: check_with_onnx_checker sees no data)
+      onnx_import::check_initializer(*model_, init);
+      release_data(*release_data_of->mutable_initializer(i));
+    }
   }
   std::unordered_set<std::string> listed;
   for (const auto& in : gp.input()) {
@@ -698,7 +723,7 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
 namespace {
 
 // The graph of a parsed model; the model's tensors are copied once, into the graph's constants.
-Graph import_model(const onnx::ModelProto& model) {
+Graph import_model(onnx::ModelProto& model) {
   SG_CHECK(model.has_graph()) << "the model has no graph";
   onnx_import::validate_model(model);
   int64_t opset = -1;
@@ -708,13 +733,15 @@ Graph import_model(const onnx::ModelProto& model) {
   // default-domain nodes are rejected as they are converted.)
   Graph g;
   Scope scope{g, nullptr, {}, {}, {}, {}, {}};
-  Importer(opset, model).convert_graph(model.graph(), scope);
+  Importer importer(opset, model);
+  importer.release_data_of = model.mutable_graph();
+  importer.convert_graph(model.graph(), scope);
   for (const auto& p : model.metadata_props()) g.metadata[p.key()] = p.value();
   if (opset >= 0) g.metadata["onnx.opset"] = std::to_string(opset);
   if (!model.producer_name().empty())
     g.metadata["onnx.producer"] = model.producer_name() + " " + model.producer_version();
   g.infer_and_verify();
-  onnx_import::check_with_onnx_checker(model);
+  onnx_import::check_with_onnx_checker(model, /*initializers=*/false);
   onnx_import::check_declared_types(model.graph(), g);
   return g;
 }

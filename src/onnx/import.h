@@ -7,6 +7,7 @@
 namespace onnx {
 class ModelProto;
 class GraphProto;
+class TensorProto;
 }  // namespace onnx
 
 namespace sgraph {
@@ -24,8 +25,13 @@ bool knows_op(std::string_view domain, std::string_view type);
 // calls (no recursion).
 void validate_model(const onnx::ModelProto& model);
 // After it is converted (so the checker sees only models sgraph's importer accepted): the main
-// graph's nodes against ONNX's op schemas, its initializers against ONNX's tensor rules.
-void check_with_onnx_checker(const onnx::ModelProto& model);
+// graph's nodes against ONNX's op schemas, its initializers against ONNX's tensor rules (unless
+// `initializers` is false: the importer checks each one as it converts it, before freeing its
+// data, with check_initializer).
+void check_with_onnx_checker(const onnx::ModelProto& model, bool initializers = true);
+// Initializer t of model's main graph against ONNX's tensor rules (where the checker applies to
+// the model's opset).
+void check_initializer(const onnx::ModelProto& model, const onnx::TensorProto& t);
 // Throws when a graph output or value_info of `gp` declares an element type, rank or size that
 // contradicts what `g`, converted from it and inferred, computes.
 void check_declared_types(const onnx::GraphProto& gp, const Graph& g);

@@ -16,6 +16,7 @@
 // Its schemas end at opset 17: nodes of newer models get sgraph's checks only.
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
+#include <optional>
 
 #include <algorithm>
 #include <functional>
@@ -132,18 +133,50 @@ void validate_model(const onnx::ModelProto& model) {
       }
 }
 
-void check_with_onnx_checker(const onnx::ModelProto& model) {
-  // The schemas end at the checker's own opset (libonnx 1.12: 17); a newer model's nodes would
-  // be checked against older schemas, which reject valid nodes (Split's num_outputs, the Reduce
-  // ops' axes input). Such a model gets sgraph's own checks only.
+namespace {
+
+// The model's default-domain opset.
+int64_t default_opset(const onnx::ModelProto& model) {
   int64_t opset = 0;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  if (opset > checker_newest_opset() || !model.has_graph()) return;
+  return opset;
+}
+
+// The checker's context for the model, nullopt where the checker does not apply. The schemas end
+// at the checker's own opset (libonnx 1.12: 17); a newer model's nodes would be checked against
+// older schemas, which reject valid nodes (Split's num_outputs, the Reduce ops' axes input). Such
+// a model gets sgraph's own checks only.
+std::optional<onnx::checker::CheckerContext> checker_context(const onnx::ModelProto& model) {
+  const int64_t opset = default_opset(model);
+  if (opset > checker_newest_opset() || !model.has_graph()) return std::nullopt;
   onnx::checker::CheckerContext ctx;
   // IR versions newer than the checker's (1.12: 8) keep these rules.
   ctx.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), onnx::IR_VERSION)));
   ctx.set_opset_imports({{"", static_cast<int>(opset)}});
+  return ctx;
+}
+
+void check_tensor_with(const onnx::checker::CheckerContext& ctx, const onnx::TensorProto& t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return;
+  try {
+    onnx::checker::check_tensor(t, ctx);
+  } catch (const std::exception& e) {
+    SG_FAIL() << "initializer '" << t.name() << "' breaks the ONNX spec: " << e.what();
+  }
+}
+
+}  // namespace
+
+void check_initializer(const onnx::ModelProto& model, const onnx::TensorProto& t) {
+  if (const auto ctx = checker_context(model)) check_tensor_with(*ctx, t);
+}
+
+void check_with_onnx_checker(const onnx::ModelProto& model, bool initializers) {
+  const auto context = checker_context(model);
+  if (!context) return;
+  const onnx::checker::CheckerContext& ctx = *context;
+  const int64_t opset = default_opset(model);
   const onnx::checker::LexicalScopeContext scope;
   const onnx::GraphProto& g = model.graph();
   for (int i = 0; i < g.node_size(); ++i) {
@@ -170,14 +203,8 @@ void check_with_onnx_checker(const onnx::ModelProto& model) {
       throw err;
     }
   }
-  for (const auto& t : g.initializer()) {
-    if (t.data_location() == onnx::TensorProto::EXTERNAL) continue;
-    try {
-      onnx::checker::check_tensor(t, ctx);
-    } catch (const std::exception& e) {
-      SG_FAIL() << "initializer '" << t.name() << "' breaks the ONNX spec: " << e.what();
-    }
-  }
+  if (initializers)
+    for (const auto& t : g.initializer()) check_tensor_with(ctx, t);
 }
 
 namespace {
