@@ -99,7 +99,8 @@ std::string function_domain(const std::string& domain) { return domain == "ai.on
 
 class Importer {
  public:
-  Importer(int64_t opset, const onnx::ModelProto& model);
+  // release_data_of: model's main graph, when the caller lets the import free its data (or null).
+  Importer(int64_t opset, const onnx::ModelProto& model, onnx::GraphProto* release_data_of);
   void convert_graph(const onnx::GraphProto& gp, Scope& s);
 
  private:
@@ -133,18 +134,15 @@ class Importer {
   std::map<FunctionKey, const onnx::FunctionProto*> functions_;
   std::vector<const onnx::FunctionProto*>
       inlining_;  // the functions being inlined, outermost first
-
- public:
+  const onnx::ModelProto* model_;
   // The model's own graph, when the caller owns the model: each of its initializers' data is
   // freed as soon as it is a constant of the graph, so the import holds the weights once, not
   // twice (the parsed model's copy beside the graph's) at its peak.
-  onnx::GraphProto* release_data_of = nullptr;
-
- private:
-  const onnx::ModelProto* model_;
+  onnx::GraphProto* release_data_of_;
 };
 
-Importer::Importer(int64_t opset, const onnx::ModelProto& model) : opset_(opset), model_(&model) {
+Importer::Importer(int64_t opset, const onnx::ModelProto& model, onnx::GraphProto* release_data_of)
+    : opset_(opset), model_(&model), release_data_of_(release_data_of) {
   for (const auto& o : model.opset_import())
     if (!o.domain().empty() && o.domain() != "ai.onnx") domains_[o.domain()] = o.version();
   for (const onnx::FunctionProto& f : model.functions()) {
@@ -353,9 +351,9 @@ void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {
     const onnx::TensorProto& init = gp.initializer(i);
     SG_CHECK(!init.name().empty()) << "an initializer has no name";
     constant(s, init.name(), tensor_from_proto(init));
-    if (&gp == release_data_of) {  // (checked now: check_with_onnx_checker sees no data)
+    if (&gp == release_data_of_) {  // (checked now: check_with_onnx_checker sees no data)
       onnx_import::check_initializer(*model_, init);
-      release_data(*release_data_of->mutable_initializer(i));
+      release_data(*release_data_of_->mutable_initializer(i));
     }
   }
   std::unordered_set<std::string> listed;
@@ -733,9 +731,7 @@ Graph import_model(onnx::ModelProto& model) {
   // default-domain nodes are rejected as they are converted.)
   Graph g;
   Scope scope{g, nullptr, {}, {}, {}, {}, {}};
-  Importer importer(opset, model);
-  importer.release_data_of = model.mutable_graph();
-  importer.convert_graph(model.graph(), scope);
+  Importer(opset, model, model.mutable_graph()).convert_graph(model.graph(), scope);
   for (const auto& p : model.metadata_props()) g.metadata[p.key()] = p.value();
   if (opset >= 0) g.metadata["onnx.opset"] = std::to_string(opset);
   if (!model.producer_name().empty())
