@@ -20,42 +20,17 @@ bool holds_subgraph(const Node& n) {
 
 int64_t bytes_of(DType t, const Shape& s) { return numel(s) * static_cast<int64_t>(dtype_size(t)); }
 
-// The shapes of node i's outputs from the constants in env; false when its shape rule raises.
-bool output_shapes(const Node& n, const std::vector<Tensor>& env, std::vector<Shape>& out) {
-  const size_t nin = n.inputs.size();
-  std::vector<const Shape*> shapes(nin, nullptr);
-  std::vector<const Tensor*> values(nin, nullptr);
-  std::vector<DType> types(nin, DType::undefined);
-  for (size_t i = 0; i < nin; ++i) {
-    if (n.inputs[i] == kNoValue) continue;
-    const Tensor& t = env[static_cast<size_t>(n.inputs[i])];
-    shapes[i] = &t.shape();
-    values[i] = &t;
-    types[i] = t.dtype();
-  }
-  out.assign(n.outputs.size(), Shape{});
-  try {
-    ops::ShapeCtx sc{n, shapes, values, types, out};
-    ops::op_def(n.op).shapes(sc);
-  } catch (const std::exception&) {  // (sgraph::Error, or whatever a kernel's helpers throw)
-    return false;
-  }
-  return out.size() == n.outputs.size();
-}
-
 // g without the folded nodes, the folded outputs constants, and without the constants no node or
 // graph output reads; value ids renumbered in their order.
 Graph rebuilt(const Graph& g, const std::vector<bool>& folded, const std::vector<Tensor>& env) {
-  std::vector<bool> read(g.values.size(), false);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!folded[i])
-      for (ValueId v : g.nodes[i].inputs)
-        if (v != kNoValue) read[static_cast<size_t>(v)] = true;
+  std::vector<bool> read(g.values.size(), false), produced(g.values.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (folded[i]) continue;
+    for (ValueId v : g.nodes[i].inputs)
+      if (v != kNoValue) read[static_cast<size_t>(v)] = true;
+    for (ValueId v : g.nodes[i].outputs) produced[static_cast<size_t>(v)] = true;
+  }
   for (ValueId v : g.outputs) read[static_cast<size_t>(v)] = true;
-  std::vector<bool> produced(g.values.size(), false);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!folded[i])
-      for (ValueId v : g.nodes[i].outputs) produced[static_cast<size_t>(v)] = true;
   std::vector<bool> input(g.values.size(), false);
   for (ValueId v : g.inputs) input[static_cast<size_t>(v)] = true;
 
@@ -111,7 +86,12 @@ int fold_constants(Graph& g) {
     bool constant = true, outputs_free = true;
     for (ValueId v : n.inputs) constant = constant && (v == kNoValue || env[v].defined());
     for (ValueId v : n.outputs) outputs_free = outputs_free && !graph_output[v];
-    if (!constant || !outputs_free || !output_shapes(n, env, shapes)) continue;
+    if (!constant || !outputs_free) continue;
+    try {
+      shapes = runner.output_shapes(g, static_cast<int32_t>(i), env);
+    } catch (const std::exception&) {  // (sgraph::Error, or whatever an op's helpers throw)
+      continue;                        // left to raise it when a call runs the node
+    }
     // The bytes the fold adds, less those of the constants only this node reads (dropped).
     int64_t grows = 0;
     for (size_t k = 0; k < shapes.size(); ++k)

@@ -70,6 +70,38 @@ Interpreter::Interpreter(const Graph& g, ops::SubgraphRunner* subgraphs)
   }
 }
 
+void NodeRunner::bind_inputs(const Node& n, const std::vector<Tensor>& env) {
+  const size_t nin = n.inputs.size();
+  in_.assign(nin, Tensor{});
+  in_shapes_.assign(nin, nullptr);
+  in_values_.assign(nin, nullptr);
+  in_types_.assign(nin, DType::undefined);
+  for (size_t i = 0; i < nin; ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    in_[i] = env[n.inputs[i]];
+    SG_ASSERT(in_[i].defined()) << "value " << n.inputs[i] << " was released too early";
+    in_shapes_[i] = &in_[i].shape();
+    in_values_[i] = &in_[i];
+    in_types_[i] = in_[i].dtype();
+  }
+}
+
+void NodeRunner::infer_output_shapes(const Node& n) {
+  out_shapes_.assign(n.outputs.size(), Shape{});
+  ops::ShapeCtx sc{n, in_shapes_, in_values_, in_types_, out_shapes_};
+  ops::op_def(n.op).shapes(sc);
+}
+
+const std::vector<Shape>& NodeRunner::output_shapes(const Graph& g, int32_t index,
+                                                    const std::vector<Tensor>& env) {
+  const Node& n = g.nodes[index];
+  SG_ASSERT(!ops::op_def(n.op).makes_outputs) << "output_shapes of control flow";
+  bind_inputs(n, env);
+  infer_output_shapes(n);
+  in_.clear();  // (as after run)
+  return out_shapes_;
+}
+
 void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
                      std::span<OpObserver* const> observers, std::span<const Tensor> premade) {
   using Clock = std::chrono::steady_clock;
@@ -77,19 +109,7 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
   const ops::OpDef& def = ops::op_def(n.op);
   const auto t0 = Clock::now();
   try {
-    const size_t nin = n.inputs.size();
-    in_.assign(nin, Tensor{});
-    in_shapes_.assign(nin, nullptr);
-    in_values_.assign(nin, nullptr);
-    in_types_.assign(nin, DType::undefined);
-    for (size_t i = 0; i < nin; ++i) {
-      if (n.inputs[i] == kNoValue) continue;
-      in_[i] = env[n.inputs[i]];
-      SG_ASSERT(in_[i].defined()) << "value " << n.inputs[i] << " was released too early";
-      in_shapes_[i] = &in_[i].shape();
-      in_values_[i] = &in_[i];
-      in_types_[i] = in_[i].dtype();
-    }
+    bind_inputs(n, env);
     out_.assign(n.outputs.size(), Tensor{});
     if (def.makes_outputs) {  // control flow: the kernel makes its outputs
       ops::KernelCtx kc{n, in_, out_, subgraphs_ ? subgraphs_ : &interpret_subgraphs()};
@@ -99,9 +119,7 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
             << "output " << k << " is " << dtype_name(out_[k].dtype()) << ", declared "
             << dtype_name(g.values[n.outputs[k]].dtype);
     } else {
-      out_shapes_.assign(n.outputs.size(), Shape{});
-      ops::ShapeCtx sc{n, in_shapes_, in_values_, in_types_, out_shapes_};
-      def.shapes(sc);
+      infer_output_shapes(n);
       if (def.view) {
         out_[0] = in_[0].reshape(out_shapes_[0]);
       } else {

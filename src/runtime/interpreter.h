@@ -53,8 +53,14 @@ class NodeRunner {
   explicit NodeRunner(ops::SubgraphRunner* subgraphs = nullptr) : subgraphs_(subgraphs) {}
   void run(const Graph& g, int32_t index, std::vector<Tensor>& env,
            std::span<OpObserver* const> observers = {}, std::span<const Tensor> premade = {});
+  // The shapes node `index`'s outputs would have, by its op's shape rule over its inputs in `env`
+  // (throws what the rule throws); not for control flow. Valid until the runner's next call.
+  const std::vector<Shape>& output_shapes(const Graph& g, int32_t index,
+                                          const std::vector<Tensor>& env);
 
  private:
+  void bind_inputs(const Node& n, const std::vector<Tensor>& env);  // in_ and its views
+  void infer_output_shapes(const Node& n);                          // out_shapes_, from in_
   ops::SubgraphRunner* subgraphs_;
   std::vector<Tensor> in_, out_;
   std::vector<const Shape*> in_shapes_;
