@@ -2,15 +2,25 @@
 // of an [N, C, H, W] tensor (b = blocksize). Both are one gather: each output element names its
 // input element, so a single loop over the output serves every mode and dtype.
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
-namespace {
 
 int64_t block_size(const Node& n) {
   const int64_t b = n.attrs.get_int("blocksize");
   SG_CHECK(b >= 1) << "blocksize must be >= 1, got " << b;
   return b;
 }
+
+// DCR (the default): the channel index is (i * b + j) * C_out + c; CRD: c * b * b + i * b + j.
+bool crd_mode(const Node& n) {
+  const std::string mode = n.attrs.get_string("mode", "DCR");
+  SG_CHECK(mode == "DCR" || mode == "CRD")
+      << "DepthToSpace mode must be DCR or CRD, got '" << mode << "'";
+  return mode == "CRD";
+}
+
+namespace {
 
 // b * b, checked (C is compared against it).
 int64_t block_area(int64_t b) {
@@ -21,14 +31,6 @@ int64_t block_area(int64_t b) {
 
 void check_rank4(const Shape& s, std::string_view op) {
   SG_CHECK(s.size() == 4) << op << " input must be [N, C, H, W], got " << shape_str(s);
-}
-
-// DCR (the default): the channel index is (i * b + j) * C_out + c; CRD: c * b * b + i * b + j.
-bool crd_mode(const Node& n) {
-  const std::string mode = n.attrs.get_string("mode", "DCR");
-  SG_CHECK(mode == "DCR" || mode == "CRD")
-      << "DepthToSpace mode must be DCR or CRD, got '" << mode << "'";
-  return mode == "CRD";
 }
 
 // Copies out[n, c, h, w] = in[n, src_c, src_h, src_w] for every output element, the source given

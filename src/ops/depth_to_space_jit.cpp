@@ -7,28 +7,28 @@
 
 #include "ops/lowering.h"
 #include "ops/op.h"
+#include "ops/params.h"
 
 namespace sgraph::ops {
 namespace {
 
-int64_t block_of(const Node& n) { return n.attrs.get_int("blocksize"); }
-bool crd(const Node& n) { return n.attrs.get_string("mode", "DCR") == "CRD"; }
-
+// The attributes block_size and crd_mode would throw on, as reasons (and a block size whose
+// index arithmetic could overflow).
 std::string why_not_blocks(const Graph&, const Node& n) {
-  if (!n.attrs.has("blocksize") || block_of(n) < 1 || block_of(n) > (int64_t{1} << 15))
-    return "its blocksize";
+  const int64_t k = n.attrs.get_int("blocksize", 0);
+  if (k < 1 || k > (int64_t{1} << 15)) return "its blocksize";
   const std::string mode = n.attrs.get_string("mode", "DCR");
   return mode == "DCR" || mode == "CRD" ? "" : "its mode";
 }
 
 llvm::Value* generate_depth_to_space(Emitter& e, const Node& n, const Index& idx) {
   llvm::IRBuilderBase& b = e.b;
-  const int64_t k = block_of(n);
+  const int64_t k = block_size(n);
   const SymShape out = e.dims(n.outputs[0]);
   SG_CHECK(!out[1].symbolic()) << node_str(n) << ": symbolic channels";
   llvm::Value *i = b.CreateURem(idx[2], e.i64(k)), *j = b.CreateURem(idx[3], e.i64(k));
   llvm::Value* c =
-      crd(n)
+      crd_mode(n)
           ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(idx[1], e.i64(k)), i), e.i64(k)), j)
           : b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(i, e.i64(k)), j), e.i64(out[1].offset)),
                         idx[1]);
@@ -38,7 +38,7 @@ llvm::Value* generate_depth_to_space(Emitter& e, const Node& n, const Index& idx
 
 llvm::Value* generate_space_to_depth(Emitter& e, const Node& n, const Index& idx) {
   llvm::IRBuilderBase& b = e.b;
-  const int64_t k = block_of(n);
+  const int64_t k = block_size(n);
   const SymShape in = e.dims(n.inputs[0]);
   SG_CHECK(!in[1].symbolic()) << node_str(n) << ": symbolic channels";
   llvm::Value* blk = b.CreateUDiv(idx[1], e.i64(in[1].offset));
@@ -55,7 +55,7 @@ std::string check_blocks(const Graph& g, const Node& n, const std::vector<const 
   if (std::string why = why_not_blocks(g, n); !why.empty()) return why;
   if (in.empty() || !in[0] || in[0]->size() != 4 || out.size() != 4) return "not [N, C, H, W]";
   const SymShape &deep = to_space ? *in[0] : out, &wide = to_space ? out : *in[0];
-  const int64_t k = block_of(n);
+  const int64_t k = block_size(n);
   if (deep[1].symbolic() || wide[1].symbolic()) return "symbolic channels";
   const std::optional<SymDim> h = deep[2].times(k), w = deep[3].times(k);
   if (!((*in[0])[0] == out[0]) || wide[1].offset * k * k != deep[1].offset || !h || !w ||

@@ -63,6 +63,13 @@ std::pair<int64_t, int64_t> shape_range(const Attributes& a, int64_t rank);
 // Its fill: attribute `value` (one element), f32 0 when absent; throws on another element count.
 Tensor constant_of_shape_fill(const Attributes& a);
 
+// ---- DepthToSpace, SpaceToDepth (depth_to_space.cpp) ---------------------------------------
+
+// Its `blocksize`; throws unless at least 1.
+int64_t block_size(const Node& n);
+// Whether DepthToSpace's `mode` is CRD (else DCR, the default); throws on another mode.
+bool crd_mode(const Node& n);
+
 // ---- Pad (pad.cpp) -------------------------------------------------------------------------
 
 enum class PadMode { constant, edge, reflect };
