@@ -16,11 +16,11 @@
 // Its schemas end at opset 17: nodes of newer models get sgraph's checks only.
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
-#include <optional>
 
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
