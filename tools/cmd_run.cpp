@@ -265,6 +265,8 @@ int cmd_run(const Args& args) {
         inputs[i] = random_tensor(v.dtype, it->second[k % it->second.size()], rng);
     }
     const bool served = session.planned();
+    // The last run's op times for --bench-json (collected in that run only: they cost time).
+    if (k == iters - 1) session.set_op_times(true);
     const auto start = std::chrono::steady_clock::now();
     outputs = session.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

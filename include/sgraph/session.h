@@ -133,6 +133,10 @@ struct SessionOptions {
   // the re-planned kernels not all in after 600 calls against ~275 at 0; bench/README.md). Idle
   // cores compile at full speed either way. 0 (default): the calls' priority.
   int background_nice = 0;
+  // Calls collect their per-op wall times for last_op_times() (Session::set_op_times changes it
+  // later). Off by default: collecting them costs a served call of a small model ~10% of its time
+  // (silero_vad_v5 at 1x512: 0.053 -> 0.047 ms without), which a service rarely wants to pay.
+  bool op_times = false;
 };
 
 // The metadata key of a model's warm-up record (SessionOptions::use_warmup_record).
@@ -178,8 +182,12 @@ class Session {
   // (SessionOptions::fold_constants; node and value names are kept, the folded nodes are gone).
   const Graph& graph() const;
   const SessionOptions& options() const;
-  // Per-op wall time of the most recent run that returned, in execution order.
+  // Per-op wall times of the most recent run that returned and collected them (empty before
+  // one), in execution order: each op the interpreter ran (a compiled region's ops are not listed),
+  // an If after the ops of the branch it ran, named "<If node>/<branch>/<node>".
   std::vector<OpTime> last_op_times() const;
+  // Whether calls begun from now on collect their op times (SessionOptions::op_times).
+  void set_op_times(bool on);
   // True once the warm-up runs are done and regions are planned (per_signature: once a signature
   // has been compiled).
   bool planned() const;

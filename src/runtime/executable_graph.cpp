@@ -408,9 +408,17 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
   struct Return {
     const ExecutableGraph& eg;
     std::unique_ptr<CallState>& state;
+    bool through = false;  // every step ran: only the inputs and outputs are still bound
     ~Return() {
-      for (size_t v = 0; v < state->env.size(); ++v)  // (the constants stay bound)
-        if (!eg.g_.values[v].initializer.defined()) state->env[v] = Tensor{};
+      std::vector<Tensor>& env = state->env;  // (the constants stay bound)
+      if (through) {
+        for (ValueId v : eg.g_.inputs) env[v] = Tensor{};
+        for (ValueId v : eg.g_.outputs)
+          if (!eg.g_.values[v].initializer.defined()) env[v] = Tensor{};
+      } else {
+        for (size_t v = 0; v < env.size(); ++v)
+          if (!eg.g_.values[v].initializer.defined()) env[v] = Tensor{};
+      }
       for (size_t r = 0; r < eg.regions_.size(); ++r) {
         RegionCall& c = state->regions[r];
         if (c.grown_bytes != 0) eg.regions_[r].stats->dynamic_bytes += c.grown_bytes;
@@ -446,7 +454,9 @@ std::vector<Tensor> ExecutableGraph::run(std::span<const Tensor> inputs,
     for (ValueId v : release_after_[s]) env[v] = Tensor{};
   }
   std::vector<Tensor> result;
+  result.reserve(g_.outputs.size());
   for (ValueId v : g_.outputs) result.push_back(env[v]);
+  give_back.through = true;
   for (size_t r = 0; r < regions_.size(); ++r) {  // the call returns: its counts count
     const RegionCall& c = st.regions[r];
     RegionStats& stats = *regions_[r].stats;

@@ -1,5 +1,6 @@
 #include "runtime/interpreter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <new>
@@ -107,7 +108,9 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
   using Clock = std::chrono::steady_clock;
   const Node& n = g.nodes[index];
   const ops::OpDef& def = ops::op_def(n.op);
-  const auto t0 = Clock::now();
+  const bool timed = std::any_of(observers.begin(), observers.end(),
+                                 [](const OpObserver* o) { return o->reads_time(); });
+  const auto t0 = timed ? Clock::now() : Clock::time_point{};
   try {
     bind_inputs(n, env);
     out_.assign(n.outputs.size(), Tensor{});
@@ -141,7 +144,7 @@ void NodeRunner::run(const Graph& g, int32_t index, std::vector<Tensor>& env,
     throw Error("out of memory").at_node(n.name, std::string(op_name(n.op)));
   }
   const int64_t ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+      timed ? std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count() : 0;
   for (OpObserver* o : observers) o->on_op(OpEvent{index, n, in_, out_, ns});
   for (size_t k = 0; k < out_.size(); ++k) env[n.outputs[k]] = std::move(out_[k]);
   in_.clear();  // hold no tensor between nodes (keeps buffers free for reuse and release)

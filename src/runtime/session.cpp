@@ -5,6 +5,7 @@
 #include "sgraph/session.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -62,6 +63,7 @@ class ServingShapes final : public OpObserver {
     differs = true;  // (the text only for a note: a changed op's shapes may differ every call)
     if (!noted) notes.emplace(e.node_index, *tracker_.difference(e));
   }
+  bool reads_time() const override { return false; }
   std::map<int32_t, std::string> notes;
   bool differs = false;
 
@@ -157,32 +159,49 @@ struct Session::Impl {
       for (uint64_t h : handles) jit->remove(h);
   }
 
-  // One call: its op times are kept (and handed to a parent Session's call, for a subgraph).
+  // One call. Its op times are collected when asked for (Session::set_op_times) or when it runs
+  // a branch for a call that collects them (its SubgraphTimesScope is open), and then kept (and
+  // handed to that call).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
+    if (!op_times.load(std::memory_order_relaxed) && SubgraphTimesScope::current() == nullptr)
+      return run_counted(inputs, nullptr);
     std::vector<OpTime> call_times;
     SubgraphTimes sub;
     SubgraphTimesScope scope(&sub);
     TimingObserver timing(call_times, sub);
-    const int call = ++runs;
-    std::vector<Tensor> out;
-    try {
-      out = run_call(inputs, timing, call);
-    } catch (...) {
-      --runs;
-      throw;
-    }
+    std::vector<Tensor> out = run_counted(inputs, &timing);
     if (scope.outer() != nullptr) hand_op_times(call_times);
     std::lock_guard<std::mutex> lock(times_mu);
     times = std::move(call_times);
     return out;
   }
 
-  std::vector<Tensor> run_call(const std::vector<Tensor>& inputs, TimingObserver& timing,
-                               int call) {
-    if (options.interpret_only) {
-      OpObserver* obs[] = {&timing};
-      return interpreter->run(inputs, obs);
+  std::vector<Tensor> run_counted(const std::vector<Tensor>& inputs, TimingObserver* timing) {
+    const int call = ++runs;
+    try {
+      return run_call(inputs, timing, call);
+    } catch (...) {
+      --runs;
+      throw;
     }
+  }
+
+  // The observers of a call: `timing` when given, then `more` (no allocation per call).
+  struct Observers {
+    std::array<OpObserver*, 4> list{};
+    size_t n = 0;
+    operator std::span<OpObserver* const>() const { return {list.data(), n}; }
+  };
+  static Observers with_timing(TimingObserver* timing, std::initializer_list<OpObserver*> more) {
+    Observers obs;
+    if (timing) obs.list[obs.n++] = timing;
+    for (OpObserver* o : more) obs.list[obs.n++] = o;
+    return obs;
+  }
+
+  std::vector<Tensor> run_call(const std::vector<Tensor>& inputs, TimingObserver* timing,
+                               int call) {
+    if (options.interpret_only) return interpreter->run(inputs, with_timing(timing, {}));
     if (options.mode == CompileMode::per_signature) return run_per_signature(inputs, timing);
     install_ready(call);
     if (Published p = published(); p.exec) return serve(p, inputs, timing);
@@ -192,7 +211,7 @@ struct Session::Impl {
       return serve(p, inputs, timing);
     }
     // 1. warm-up: interpret, recording shapes and costs (one call at a time)
-    std::vector<Tensor> out = observe(inputs, &timing);
+    std::vector<Tensor> out = observe(inputs, timing);
     SG_LOG(1) << "warm-up run " << tracker->runs() << "/" << options.warmup_runs << " of graph '"
               << graph.name << "'";
     if (tracker->runs() >= options.warmup_runs) plan(call);
@@ -250,11 +269,10 @@ struct Session::Impl {
 
   // 5. serve; a region missing its guard too often gets its changed ops re-planned.
   std::vector<Tensor> serve(const Published& p, const std::vector<Tensor>& inputs,
-                            TimingObserver& timing) {
+                            TimingObserver* timing) {
     ServingShapes shapes(*p.tracker);
-    OpObserver* obs[] = {&timing, &shapes};
     // A call that throws counts nothing and notes no shape (it must not cause a re-plan).
-    std::vector<Tensor> out = p.exec->run(inputs, obs);
+    std::vector<Tensor> out = p.exec->run(inputs, with_timing(timing, {&shapes}));
     if (!shapes.notes.empty()) {
       std::lock_guard<std::mutex> lock(notes_mu);
       serving_notes.merge(shapes.notes);
@@ -1182,22 +1200,21 @@ struct Session::Impl {
 
   // Calls of known signatures run at once; a new signature's call plans and compiles under
   // plan_mu (calls needing a plan wait for it: this is the baseline, not the product).
-  std::vector<Tensor> run_per_signature(const std::vector<Tensor>& inputs, TimingObserver& timing) {
+  std::vector<Tensor> run_per_signature(const std::vector<Tensor>& inputs, TimingObserver* timing) {
     std::vector<Shape> signature;
     for (const Tensor& t : inputs) signature.push_back(t.shape());
-    OpObserver* run_obs[] = {&timing};
     std::shared_ptr<const SignaturePlan> known;
     std::unique_lock<std::mutex> lock(plan_mu);
     if (auto it = signatures.find(signature); it != signatures.end()) {
       current = known = it->second;
       lock.unlock();
-      return known->exec->run(inputs, run_obs);
+      return known->exec->run(inputs, with_timing(timing, {}));
     }
     ShapeTracker shapes(graph);
     auto profile = std::make_unique<OpProfiler>(graph, 1);
-    OpObserver* obs[] = {&timing, &shapes, profile.get()};
     shapes.begin_run();
-    std::vector<Tensor> out = interpreter->run(inputs, obs);
+    std::vector<Tensor> out =
+        interpreter->run(inputs, with_timing(timing, {&shapes, profile.get()}));
     shapes.end_run();
     auto sp = std::make_shared<const SignaturePlan>(
         plan_signature(shapes_seen(shapes), shapes.small_values(), std::move(profile)));
@@ -1372,6 +1389,7 @@ struct Session::Impl {
   std::shared_ptr<jit::Jit> jit;                // the runtime's: outlives the kernels plans call
   std::atomic<int> runs{0};                     // calls begun, less those that threw
   std::atomic<bool> planned_flag{false};
+  std::atomic<bool> op_times{options.op_times};  // calls collect their op times
 
   // The published plan, read by every serving call.
   mutable std::mutex exec_mu;
@@ -1451,6 +1469,7 @@ const SessionOptions& Session::options() const { return impl_->options; }
 void Session::warm_up(const std::vector<std::vector<Tensor>>& data_sets) {
   impl_->warm_up(data_sets);
 }
+void Session::set_op_times(bool on) { impl_->op_times.store(on, std::memory_order_relaxed); }
 std::vector<OpTime> Session::last_op_times() const {
   std::lock_guard<std::mutex> lock(impl_->times_mu);
   return impl_->times;

@@ -65,6 +65,7 @@ class ShapeTracker final : public OpObserver {
   // begin_run().
   void begin_run();
   void on_op(const OpEvent& e) override;
+  bool reads_time() const override { return false; }
   void end_run();
   void abort_run();
 

@@ -69,7 +69,8 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
     }
     e = it->second;
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  SubgraphTimes* const sink = SubgraphTimesScope::current();  // (a call collecting op times)
+  const auto t0 = sink ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   std::vector<Tensor> out;
   take_handed_op_times();  // (none should be pending)
   try {
@@ -80,8 +81,8 @@ std::vector<Tensor> SubgraphSessions::run(const Node& node, const Graph& g,
   } catch (const Error& err) {  // the caller adds the If node; keep the branch's node
     throw Error("in subgraph '" + e->label + "': " + err.what());
   }
-  std::vector<OpTime> times = take_handed_op_times();
-  if (SubgraphTimes* sink = SubgraphTimesScope::current()) {
+  if (sink) {
+    std::vector<OpTime> times = take_handed_op_times();
     sink->ns +=
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
             .count();

@@ -61,7 +61,9 @@ class SubgraphSessions final : public ops::SubgraphRunner {
   // all sit in If branches.
   explicit SubgraphSessions(SessionOptions options, std::map<std::string, std::string> records = {},
                             const Graph* parent = nullptr)
-      : options_(std::move(options)), records_(std::move(records)), parent_(parent) {}
+      : options_(std::move(options)), records_(std::move(records)), parent_(parent) {
+    options_.op_times = false;  // (a branch's call collects them when its parent's call does)
+  }
 
   std::vector<Tensor> run(const Node& node, const Graph& g,
                           std::span<const Tensor> inputs) override;

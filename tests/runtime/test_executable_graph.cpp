@@ -80,7 +80,12 @@ TEST_CASE("ExecutableGraph: a call's state keeps the constants bound, and nothin
   // outputs of a call are let go when it returns, also when it throws.
   GraphBuilder b("consts");
   ValueId x = b.input("x", DType::f32, {4});
-  b.output(b.relu(b.add(x, b.constant("k", f32({4}, {1, 2, 3, 4})))), "y");
+  // (the Reshapes' outputs are views of x's buffer: intermediates holding the input's data)
+  ValueId square = b.node(OpKind::Reshape, {x, b.constant("s", Tensor::from<int64_t>({2}, {2, 2}))},
+                          {}, 1, "square")[0];
+  ValueId flat = b.node(OpKind::Reshape, {square, b.constant("f", Tensor::from<int64_t>({1}, {4}))},
+                        {}, 1, "flat")[0];
+  b.output(b.relu(b.add(flat, b.constant("k", f32({4}, {1, 2, 3, 4})))), "y");
   b.output(x, "x_too");  // (an output: not released during the call)
   const Graph g = b.build();
   ExecutableGraph eg(g, {});

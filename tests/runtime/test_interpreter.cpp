@@ -79,13 +79,18 @@ TEST_CASE("Interpreter: input errors name the input") {
 }
 
 TEST_CASE("Session: named inputs and outputs, per-op times") {
-  Session s(chain());
+  Session s(chain(), SessionOptions{.op_times = true});
   auto out = s.run(std::map<std::string, Tensor>{{"x", Tensor::from<float>({1, 2}, {0, 0})},
                                                  {"y", Tensor::from<float>({1, 1}, {0})}});
   REQUIRE(out.count("out") == 1);
   test::check_close(out["out"], {1, 2}, {0, 0});
   CHECK(s.last_op_times().size() == 4);
   CHECK(s.last_op_times()[1].op == OpKind::Exp);
+  // Without op times (the default), a call collects none.
+  Session quiet(chain());
+  quiet.run(std::map<std::string, Tensor>{{"x", Tensor::from<float>({1, 2}, {0, 0})},
+                                          {"y", Tensor::from<float>({1, 1}, {0})}});
+  CHECK(quiet.last_op_times().empty());
   CHECK(contains(error_of([&] {
                    s.run(std::map<std::string, Tensor>{{"x", Tensor()}});
                  }),

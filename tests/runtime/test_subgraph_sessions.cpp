@@ -107,7 +107,7 @@ TEST_CASE("Session: a branch whose shapes change is re-planned inside its own Se
 }
 
 TEST_CASE("Session: per-op times and the JSON report include the branches") {
-  Session s(if_model(), SessionOptions{.interpret_only = true});
+  Session s(if_model(), SessionOptions{.interpret_only = true, .op_times = true});
   s.run(args(random_f32({8}, 1), false));
   bool seen_branch_op = false, seen_if = false;
   for (const OpTime& t : s.last_op_times()) {
@@ -220,4 +220,25 @@ TEST_CASE("Session: a branch returning an outer constant, or computing only from
   std::vector<double> want(15);
   for (size_t i = 0; i < want.size(); ++i) want[i] = 2 * w.data<float>()[i];
   check_close(s.run({Tensor::from<bool>({}, {true})})[0], {3, 5}, want);
+}
+
+TEST_CASE("Session: op times are collected only while asked for, branches with their parent") {
+  Session s(if_model(), SessionOptions{.warmup_runs = 10});
+  const auto branch_ops = [&] {
+    int n = 0;
+    for (const OpTime& t : s.last_op_times()) n += t.node.rfind("pick/then_branch/", 0) == 0;
+    return n;
+  };
+  s.run(args(random_f32({8}, 1), true));
+  CHECK(s.last_op_times().empty());  // off by default
+  s.set_op_times(true);
+  s.run(args(random_f32({8}, 2), true));
+  // The branch's Session (made without op times) collects them for its parent's call.
+  CHECK(branch_ops() == 4);  // Mul, Neg, Exp, Add
+  const size_t listed = s.last_op_times().size();
+  CHECK(listed == 4 + 3);  // and the parent's Relu, If, Sqrt
+  s.set_op_times(false);
+  s.run(args(random_f32({8}, 3), false));
+  CHECK(s.last_op_times().size() == listed);  // still those of the last call that collected
+  CHECK(branch_ops() == 4);
 }
