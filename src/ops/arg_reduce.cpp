@@ -73,8 +73,11 @@ void run_arg(KernelCtx& c) {
 
 }  // namespace
 
+extern const Lowering kArgReduceLowering;  // arg_reduce_jit.cpp
 extern const OpDef kArgMax, kArgMin;
-const OpDef kArgMax{"ArgMax", 1, 1, 1, 1, types_arg, shapes_arg, run_arg<true>};
-const OpDef kArgMin{"ArgMin", 1, 1, 1, 1, types_arg, shapes_arg, run_arg<false>};
+const OpDef kArgMax = with_lowering(&kArgReduceLowering,
+                                    {"ArgMax", 1, 1, 1, 1, types_arg, shapes_arg, run_arg<true>});
+const OpDef kArgMin = with_lowering(&kArgReduceLowering,
+                                    {"ArgMin", 1, 1, 1, 1, types_arg, shapes_arg, run_arg<false>});
 
 }  // namespace sgraph::ops

@@ -104,6 +104,7 @@ class GraphGen {
   Graph graph;
   std::vector<Shape> input_shapes;
   int noncompilable = 0;
+  int arg_ops = 0;  // ArgMax/ArgMin nodes
 
  private:
   // A value to use, recent ones more likely (so chains get deep).
@@ -577,7 +578,7 @@ class GraphGen {
     const int rank = static_cast<int>(x.shape.size());
     if (rank == 0) return made(b_.reduce_max(x.id), {}, x.bound, x.exact);
     const int axis = uniform(0, rank - 1);
-    const int kind = uniform(0, 5);
+    const int kind = uniform(0, 7);  // 6, 7: ArgMax/ArgMin (of exact values; else Max/Min)
     if (kind == 5) {  // epsilon 0.5: |x - mean| / sd stays below 1.5 |x - mean| (conditioned)
       const Shape row(x.shape.begin() + axis, x.shape.end());
       const Shape ps = chance(0.5) ? row : Shape{row.back()};
@@ -629,6 +630,27 @@ class GraphGen {
       if (chance(0.3)) return made(reduce(OpKind::ReduceL2), t, x.bound * std::sqrt(count), false);
       return made(reduce(OpKind::ReduceMean), t, x.bound, false);
     }
+    std::vector<Val> exact;  // ArgMax/ArgMin read a value computed bit for bit alike
+    if (kind >= 6)
+      for (const Val& v : vals_)
+        if (v.exact && !v.shape.empty()) exact.push_back(v);
+    if (!exact.empty()) {  // the index, as a float
+      const Val v = one_of(exact);
+      const int vr = static_cast<int>(v.shape.size()), ax = uniform(0, vr - 1);
+      const int64_t keep_axis = chance(0.6) ? 1 : 0;
+      const Attributes a{{"axis", int64_t{chance(0.5) ? ax : ax - vr}},
+                         {"keepdims", keep_axis},
+                         {"select_last_index", int64_t{chance(0.5) ? 1 : 0}}};
+      const ValueId i = b_.node(chance(0.5) ? OpKind::ArgMax : OpKind::ArgMin, {v.id}, a).front();
+      ++arg_ops;
+      Shape is = v.shape;
+      if (keep_axis != 0)
+        is[ax] = 1;
+      else
+        is.erase(is.begin() + ax);
+      return made(b_.node(OpKind::Cast, {i}, {{"to", int64_t{1}}}).front(), is,
+                  static_cast<double>(v.shape[ax] - 1), true);
+    }
     return made(reduce(chance(0.5) ? OpKind::ReduceMin : OpKind::ReduceMax), t, x.bound, x.exact);
   }
 
@@ -644,7 +666,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int graphs_with_kernels = 0, regions_compiled = 0, regions_not_compiled = 0, with_interp = 0;
-  int failed = 0, forced_graphs = 0, with_folded = 0;
+  int failed = 0, forced_graphs = 0, with_folded = 0, with_arg = 0;
   int64_t kernel_calls = 0;
   double max_err = 0;  // in units of the tolerance
   std::string not_compiled_example;
@@ -655,6 +677,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     REQUIRE_MESSAGE(bad.empty(),
                     "FAILED seed " << seed << ": the generator made an invalid graph: " << bad);
     with_interp += gen.noncompilable > 0;
+    with_arg += gen.arg_ops > 0;
     const ForcedThreads forced(seed);
     const ForcedPacking packing(seed);
     forced_graphs += forced.threads() > 0;
@@ -704,10 +727,11 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << with_interp
                  << " with interpreted ops, " << forced_graphs << " on forced threads, "
-                 << with_folded << " with ops folded into constants), " << graphs_with_kernels
-                 << " with kernels, " << regions_compiled << " regions compiled ("
-                 << regions_not_compiled << " not), " << kernel_calls << " kernel calls; " << failed
-                 << " failed; max error " << max_err << " x tolerance; " << secs << " s");
+                 << with_folded << " with ops folded into constants, " << with_arg
+                 << " with ArgMax/ArgMin), " << graphs_with_kernels << " with kernels, "
+                 << regions_compiled << " regions compiled (" << regions_not_compiled << " not), "
+                 << kernel_calls << " kernel calls; " << failed << " failed; max error " << max_err
+                 << " x tolerance; " << secs << " s");
   if (!not_compiled_example.empty()) MESSAGE("not compiled, e.g. " << not_compiled_example);
   CHECK(graphs_with_kernels * 10 >= graphs * 3);
 }

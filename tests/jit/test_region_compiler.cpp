@@ -568,6 +568,33 @@ TEST_CASE("JIT: ReduceSum, ReduceMean, ReduceMax alone and between elementwise o
   check_reduce(OpKind::ReduceMax, DType::i8, {4, 9}, {0}, 1, true, 7);
 }
 
+TEST_CASE("JIT: ArgMax and ArgMin over NaN, infinities and ties pick the interpreter's index") {
+  // Rows of 6 drawn from special values: NaN first, last or twice, -inf/+inf as the only values
+  // (the start of the running best), ties of equal numbers; every axis, both keepdims and both
+  // select_last_index settings, also between elementwise ops.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> special = {nan, inf, -inf, 0.5f, -0.5f, 0.5f, -inf, inf, 2.0f};
+  Tensor x(DType::f32, {9, 6});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.data<float>()[i] = special[(i * 7 + i / 6) % special.size()];
+  for (OpKind op : {OpKind::ArgMax, OpKind::ArgMin})
+    for (int64_t axis : {0, 1, -1})
+      for (int64_t keep : {0, 1})
+        for (int64_t last : {0, 1}) {
+          INFO(op_name(op) << " axis " << axis << " keepdims " << keep << " last " << last);
+          const Attributes a{{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}};
+          {
+            GraphBuilder b;
+            b.output(b.node(op, {b.input("x", DType::f32, {9, 6})}, a).front());
+            check_region_same(b.build(), {x});
+          }
+          GraphBuilder b;  // relu(x) -> index -> cast -> + 1: the index inside a region
+          const ValueId i = b.node(op, {b.relu(b.input("x", DType::f32, {9, 6}))}, a).front();
+          b.output(b.add(b.node(OpKind::Cast, {i}, {{"to", int64_t{1}}}).front(), b.scalar(1.0f)));
+          check_region_same(b.build(), {x});
+        }
+}
+
 TEST_CASE("JIT: x - ReduceMean(x) over the last axis, and a LayerNorm built from ops") {
   for (const Shape& s : {Shape{1, 1}, Shape{3, 7}, Shape{2, 5, 1023}, Shape{4, 1}}) {
     INFO(shape_str(s));

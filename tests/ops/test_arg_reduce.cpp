@@ -1,5 +1,6 @@
 // ArgMax / ArgMin: hand-computed indices, ties with select_last_index, NaN, integer dtypes, and a
 // brute-force scan on random inputs along every axis.
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -108,4 +109,23 @@ TEST_CASE("ArgMax / ArgMin: user errors") {
                  "is empty: there is no index to pick"));
   // an empty output needs no index
   check_close(run_op(OpKind::ArgMax, {Tensor(DType::f32, {0, 3})}, axis(1))[0], {0, 1}, {});
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+// Floats rounded to halves, so that rows hold ties: the first index, or the last with
+// select_last_index, must be the one the interpreter picks.
+SG_LOWERING_SAMPLE(ArgMax, axes_and_ties) {
+  const ValueId x = s.input(DType::f32, {3, n, 4}, -2, 2, /*halves=*/true);
+  s.output(s.b.node(OpKind::ArgMax, {x}, arg_attr(1))[0]);
+  s.output(s.b.node(OpKind::ArgMax, {x}, arg_attr(-1, 0, 1))[0]);
+  s.output(s.b.node(OpKind::ArgMax, {x}, arg_attr(0, 1, 1))[0]);
+  s.output(s.b.node(OpKind::ArgMax, {s.input(DType::i32, {n, 5}, -3, 3)}, arg_attr(0, 0))[0]);
+}
+
+SG_LOWERING_SAMPLE(ArgMin, dtypes) {
+  s.output(s.b.node(OpKind::ArgMin, {s.input(DType::f64, {n, 3}, -2, 2, true)}, arg_attr(0))[0]);
+  s.output(s.b.node(OpKind::ArgMin, {s.input(DType::u8, {3, n}, 0, 255)}, arg_attr(1, 0, 1))[0]);
+  s.output(s.b.node(OpKind::ArgMin, {s.input(DType::i8, {2, n}, -100, 100)}, arg_attr(-1))[0]);
+  s.output(s.b.node(OpKind::ArgMin, {s.input(DType::i64, {n, 2}, -5, 5)}, arg_attr(0, 0, 1))[0]);
 }
