@@ -30,19 +30,12 @@ std::vector<bool> arg_mask(const Node& n, size_t rank) {
   return mask;
 }
 
-SymShape arg_shape(const Node& n, const SymShape& in, const std::vector<bool>& reduced) {
-  const bool keep = n.attrs.get_int("keepdims", 1) != 0;
-  SymShape out;
-  for (size_t d = 0; d < in.size(); ++d)
-    if (!reduced[d] || keep) out.push_back(reduced[d] ? SymDim::constant(1) : in[d]);
-  return out;
-}
-
 std::string why_not_dynamic_arg(const Graph&, const Node& n, const std::vector<const SymShape*>& in,
                                 const SymShape& out) {
   if (in.empty() || !in[0] || in[0]->empty()) return "no input";
-  return arg_shape(n, *in[0], arg_mask(n, in[0]->size())) == out ? ""
-                                                                 : "its output is not the index";
+  return reduced_shape(n, *in[0], arg_mask(n, in[0]->size())) == out
+             ? ""
+             : "its output is not the index";
 }
 
 struct ArgBuffers {
@@ -83,7 +76,7 @@ void materialise_arg(Emitter& e, const Node& n) {
   const SymShape in = e.dims(x);
   const SymShape out = e.dims(y);
   const std::vector<bool> reduced = arg_mask(n, in.size());
-  SG_CHECK(arg_shape(n, in, reduced) == out)
+  SG_CHECK(reduced_shape(n, in, reduced) == out)
       << node_str(n) << ": output shape " << sym_shape_str(out, {})
       << " does not match the index of " << sym_shape_str(in, {});
   const bool keep = n.attrs.get_int("keepdims", 1) != 0;

@@ -47,7 +47,9 @@ void run_cumsum(KernelCtx& c) {
 
 }  // namespace
 
+extern const Lowering kCumSumLowering;  // cumsum_jit.cpp
 extern const OpDef kCumSum;
-const OpDef kCumSum{"CumSum", 2, 2, 1, 1, types_cumsum, shapes_cumsum, run_cumsum};
+const OpDef kCumSum = with_lowering(
+    &kCumSumLowering, {"CumSum", 2, 2, 1, 1, types_cumsum, shapes_cumsum, run_cumsum});
 
 }  // namespace sgraph::ops

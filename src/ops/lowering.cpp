@@ -179,6 +179,14 @@ SymShape to_sym(const Shape& s) {
   return r;
 }
 
+SymShape reduced_shape(const Node& n, const SymShape& in, const std::vector<bool>& reduced) {
+  const bool keep = n.attrs.get_int("keepdims", 1) != 0;
+  SymShape out;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!reduced[d] || keep) out.push_back(reduced[d] ? SymDim::constant(1) : in[d]);
+  return out;
+}
+
 std::string sym_broadcasts(const SymShape& in, const SymShape& out) {
   if (in.size() > out.size()) return "an operand of higher rank than its output";
   const size_t lead = out.size() - in.size();

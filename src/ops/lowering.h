@@ -260,6 +260,9 @@ bool outer_kept(const SymShape& s, const std::vector<bool>& collapsed);
 
 // ---- symbolic shapes
 SymShape to_sym(const Shape& s);
+// The output shape of a reduction of `in` over the `reduced` dims, each kept as a 1 when n's
+// keepdims attribute (default 1) is set, else dropped.
+SymShape reduced_shape(const Node& n, const SymShape& in, const std::vector<bool>& reduced);
 // "" when an operand of shape `in` broadcasts to `out` in a dynamic region (each dim the output's
 // or a static 1), else why not.
 std::string sym_broadcasts(const SymShape& in, const SymShape& out);

@@ -45,15 +45,6 @@ llvm::Type* acc_type(Emitter& e, const Node& n) {
   return is_float(t) ? e.b.getDoubleTy() : e.b.getInt64Ty();
 }
 
-// The output shape of reducing `in`.
-SymShape reduced_shape(const Node& n, const SymShape& in, const std::vector<bool>& reduced) {
-  const bool keep = n.attrs.get_int("keepdims", 1) != 0;
-  SymShape out;
-  for (size_t d = 0; d < in.size(); ++d)
-    if (!reduced[d] || keep) out.push_back(reduced[d] ? SymDim::constant(1) : in[d]);
-  return out;
-}
-
 std::string why_not_dynamic_reduce(const Graph& g, const Node& n,
                                    const std::vector<const SymShape*>& in, const SymShape& out) {
   if (in.empty() || !in[0]) return "no input";

@@ -104,7 +104,8 @@ class GraphGen {
   Graph graph;
   std::vector<Shape> input_shapes;
   int noncompilable = 0;
-  int arg_ops = 0;  // ArgMax/ArgMin nodes
+  int arg_ops = 0;     // ArgMax/ArgMin nodes
+  int cumsum_ops = 0;  // CumSum nodes
 
  private:
   // A value to use, recent ones more likely (so chains get deep).
@@ -578,7 +579,15 @@ class GraphGen {
     const int rank = static_cast<int>(x.shape.size());
     if (rank == 0) return made(b_.reduce_max(x.id), {}, x.bound, x.exact);
     const int axis = uniform(0, rank - 1);
-    const int kind = uniform(0, 7);  // 6, 7: ArgMax/ArgMin (of exact values; else Max/Min)
+    const int kind = uniform(0, 8);  // 6, 7: ArgMax/ArgMin (of exact values; else Max/Min)
+    if (kind == 8) {  // running sums along the axis, maybe exclusive, maybe from the end
+      const Attributes a{{"exclusive", int64_t{chance(0.3) ? 1 : 0}},
+                         {"reverse", int64_t{chance(0.3) ? 1 : 0}}};
+      const int64_t ax = chance(0.5) ? axis : axis - rank;
+      const ValueId y = b_.node(OpKind::CumSum, {x.id, b_.ints({ax})}, a).front();
+      ++cumsum_ops;
+      return made(y, x.shape, x.bound * static_cast<double>(x.shape[axis]), false);
+    }
     if (kind == 5) {  // epsilon 0.5: |x - mean| / sd stays below 1.5 |x - mean| (conditioned)
       const Shape row(x.shape.begin() + axis, x.shape.end());
       const Shape ps = chance(0.5) ? row : Shape{row.back()};
@@ -666,7 +675,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int graphs_with_kernels = 0, regions_compiled = 0, regions_not_compiled = 0, with_interp = 0;
-  int failed = 0, forced_graphs = 0, with_folded = 0, with_arg = 0;
+  int failed = 0, forced_graphs = 0, with_folded = 0, with_arg = 0, with_cumsum = 0;
   int64_t kernel_calls = 0;
   double max_err = 0;  // in units of the tolerance
   std::string not_compiled_example;
@@ -678,6 +687,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
                     "FAILED seed " << seed << ": the generator made an invalid graph: " << bad);
     with_interp += gen.noncompilable > 0;
     with_arg += gen.arg_ops > 0;
+    with_cumsum += gen.cumsum_ops > 0;
     const ForcedThreads forced(seed);
     const ForcedPacking packing(seed);
     forced_graphs += forced.threads() > 0;
@@ -728,9 +738,10 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << with_interp
                  << " with interpreted ops, " << forced_graphs << " on forced threads, "
                  << with_folded << " with ops folded into constants, " << with_arg
-                 << " with ArgMax/ArgMin), " << graphs_with_kernels << " with kernels, "
-                 << regions_compiled << " regions compiled (" << regions_not_compiled << " not), "
-                 << kernel_calls << " kernel calls; " << failed << " failed; max error " << max_err
+                 << " with ArgMax/ArgMin, " << with_cumsum << " with CumSum), "
+                 << graphs_with_kernels << " with kernels, " << regions_compiled
+                 << " regions compiled (" << regions_not_compiled << " not), " << kernel_calls
+                 << " kernel calls; " << failed << " failed; max error " << max_err
                  << " x tolerance; " << secs << " s");
   if (!not_compiled_example.empty()) MESSAGE("not compiled, e.g. " << not_compiled_example);
   CHECK(graphs_with_kernels * 10 >= graphs * 3);

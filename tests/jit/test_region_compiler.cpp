@@ -595,6 +595,37 @@ TEST_CASE("JIT: ArgMax and ArgMin over NaN, infinities and ties pick the interpr
         }
 }
 
+TEST_CASE("JIT: CumSum adds in the interpreter's order, bit for bit, and integer sums wrap") {
+  // Floats of mixed magnitude, where another order of the additions rounds differently; i32 values
+  // near the ends of the range, whose sums wrap.
+  Tensor f(DType::f32, {5, 33}), i(DType::i32, {5, 33});
+  const float mags[] = {1e8f, 1.0f, -1e8f, 3.25f, 1e-3f, -7.0f, 0.1f};
+  const int32_t ints[] = {std::numeric_limits<int32_t>::max(), 5, -3,
+                          std::numeric_limits<int32_t>::min(), 1 << 30};
+  for (int64_t k = 0; k < f.numel(); ++k) {
+    f.data<float>()[k] = mags[(k * 5 + k / 33) % 7];
+    i.data<int32_t>()[k] = ints[(k * 3 + k / 33) % 5];
+  }
+  for (const Tensor* x : {&f, &i})
+    for (int64_t axis : {0, 1, -2})
+      for (int64_t exclusive : {0, 1})
+        for (int64_t reverse : {0, 1}) {
+          INFO(dtype_name(x->dtype())
+               << " axis " << axis << " exclusive " << exclusive << " reverse " << reverse);
+          const Attributes a{{"exclusive", exclusive}, {"reverse", reverse}};
+          GraphBuilder b;
+          const ValueId in = b.input("x", x->dtype(), {5, 33});
+          b.output(b.node(OpKind::CumSum, {in, b.ints({axis})}, a).front());
+          check_region_same(b.build(), {*x});
+        }
+  GraphBuilder b;  // between elementwise ops: cumsum(relu(x)) * 2
+  const ValueId c = b.node(OpKind::CumSum, {b.relu(b.input("x", DType::f32, {5, 33})), b.ints({1})},
+                           Attributes{{"reverse", int64_t{1}}})
+                        .front();
+  b.output(b.mul(c, b.scalar(2.0f)));
+  check_region_same(b.build(), {f});
+}
+
 TEST_CASE("JIT: x - ReduceMean(x) over the last axis, and a LayerNorm built from ops") {
   for (const Shape& s : {Shape{1, 1}, Shape{3, 7}, Shape{2, 5, 1023}, Shape{4, 1}}) {
     INFO(shape_str(s));

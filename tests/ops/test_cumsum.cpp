@@ -2,6 +2,7 @@
 // axes), integer wrapping, and user errors.
 #include <limits>
 
+#include "jit/lowering_samples.h"
 #include "test_util.h"
 
 using namespace sgraph;
@@ -60,4 +61,27 @@ TEST_CASE("CumSum: user errors") {
                  "(CumSum): input 1 has dtype f32"));
   const Tensor b = Tensor::from<bool>({1}, {true});
   CHECK(contains(op_error(OpKind::CumSum, {b, Tensor::scalar<int64_t>(0)}), "(CumSum)"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+// Every exclusive/reverse setting along the long axis and a short one; float sums round as the
+// interpreter's (the same additions in the same order), integer sums wrap.
+SG_LOWERING_SAMPLE(CumSum, axes_and_flags) {
+  s.rtol = 1e-4, s.atol = 1e-5;
+  const ValueId x = s.input(DType::f32, {3, n});
+  s.output(s.b.node(OpKind::CumSum, {x, s.b.ints({1})}).front());
+  s.output(s.b.node(OpKind::CumSum, {x, s.b.ints({-1})}, flags(1, 1)).front());
+  s.output(s.b.node(OpKind::CumSum, {x, s.b.ints({0})}, flags(0, 1)).front());
+  s.output(
+      s.b.node(OpKind::CumSum, {s.input(DType::f64, {n, 2}), s.b.ints({0})}, flags(1, 0)).front());
+}
+
+SG_LOWERING_SAMPLE(CumSum, integers) {
+  const ValueId i = s.input(DType::i32, {2, n, 2}, -1000, 1000);
+  s.output(s.b.node(OpKind::CumSum, {i, s.b.ints({1})}, flags(0, 1)).front());
+  s.output(s.b.node(OpKind::CumSum, {s.input(DType::i64, {n}, -5, 5), s.b.ints({0})}, flags(1, 0))
+               .front());
+  const Tensor axis32 = Tensor::from<int32_t>({}, {2});
+  s.output(s.b.node(OpKind::CumSum, {i, s.b.constant("", axis32)}).front());
 }
