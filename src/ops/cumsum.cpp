@@ -2,7 +2,9 @@
 // input, negative counting from the end). exclusive leaves each element out of its own sum (the
 // first is 0); reverse sums from the end. Integer sums wrap (as numpy's do) instead of
 // overflowing into undefined behaviour.
+#include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "ops/int_math.h"
 #include "ops/op.h"
@@ -29,19 +31,38 @@ void run_cumsum(KernelCtx& c) {
   const bool exclusive = c.attrs().get_int("exclusive", 0) != 0;
   const bool reverse = c.attrs().get_int("reverse", 0) != 0;
   const AxisSplit v = split_at_axis(x.shape(), axis);
+  // Row by row along the axis, each row's elements adding to their own running sums: memory
+  // order, whatever the axis (a column at a time strided through the tensor: 60x slower along the
+  // first axis of a 1024x1024 tensor). Each sum adds its elements in the axis's order.
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* src = x.data<T>();
     T* dst = c.out[0].data<T>();
-    for (int64_t o = 0; o < v.outer; ++o)
-      for (int64_t i = 0; i < v.inner; ++i) {
+    if (v.inner == 1) {  // along contiguous rows: the sum in a register
+      for (int64_t o = 0; o < v.outer; ++o) {
         T sum{};
         for (int64_t s = 0; s < v.dim; ++s) {
-          const int64_t at = (o * v.dim + (reverse ? v.dim - 1 - s : s)) * v.inner + i;
-          if (exclusive) dst[at] = sum;
-          sum = wrap_add(sum, src[at]);  // integers wrap (src/ops/int_math.h)
-          if (!exclusive) dst[at] = sum;
+          const int64_t at = o * v.dim + (reverse ? v.dim - 1 - s : s);
+          const T before = sum;
+          sum = wrap_add(before, src[at]);
+          dst[at] = exclusive ? before : sum;
         }
       }
+      return;
+    }
+    std::vector<T> sums(static_cast<size_t>(v.inner));
+    for (int64_t o = 0; o < v.outer; ++o) {
+      std::fill(sums.begin(), sums.end(), T{});
+      for (int64_t s = 0; s < v.dim; ++s) {
+        const int64_t row = (o * v.dim + (reverse ? v.dim - 1 - s : s)) * v.inner;
+        const T* xr = src + row;
+        T* yr = dst + row;
+        for (int64_t i = 0; i < v.inner; ++i) {
+          const T before = sums[i];
+          sums[i] = wrap_add(before, xr[i]);  // integers wrap (src/ops/int_math.h)
+          yr[i] = exclusive ? before : sums[i];
+        }
+      }
+    }
   });
 }
 
