@@ -66,6 +66,18 @@ Graph layer_norm_rows() {
   return b.build();
 }
 
+// ArgMax (its index) or CumSum along one axis of a 4096x1024 matrix: along its rows (axis 1),
+// a dependence from element to element; along its columns (axis 0), rows in memory order.
+Graph index_or_sums(OpKind op, int64_t axis) {
+  GraphBuilder b(std::string(op_name(op)));
+  ValueId x = b.input("x", DType::f32, {4096, 1024});
+  if (op == OpKind::CumSum)
+    b.output(b.node(op, {x, b.ints({axis})}, {}).front(), "y");
+  else
+    b.output(b.node(op, {x}, {{"axis", axis}}).front(), "y");
+  return b.build();
+}
+
 // y = gelu(x @ w + bias), x Mx1024... (erf form of GELU): a GEMM with an epilogue.
 Graph gemm_bias_gelu(int64_t M, int64_t K, int64_t N) {
   GraphBuilder b("gemm_gelu");
@@ -136,6 +148,21 @@ void BM_Fusion_SoftmaxRows80(benchmark::State& st) {
   run_case(
       st, [] { return softmax_rows(65536, 80); }, {65536, 80}, 2.0 * 4 * 65536 * 80, 0);
 }
+// Bytes: the input, and the output (an i64 index per row or column; CumSum's full matrix).
+void BM_Fusion_ArgMax(benchmark::State& st, int64_t axis) {
+  run_case(
+      st, [axis] { return index_or_sums(OpKind::ArgMax, axis); }, {4096, 1024},
+      4.0 * 4096 * 1024 + 8.0 * (axis == 1 ? 4096 : 1024), 0);
+}
+void BM_Fusion_CumSum(benchmark::State& st, int64_t axis) {
+  run_case(
+      st, [axis] { return index_or_sums(OpKind::CumSum, axis); }, {4096, 1024},
+      2.0 * 4 * 4096 * 1024, 0);
+}
+BENCHMARK_CAPTURE(BM_Fusion_ArgMax, rows, 1)->Apply(fused_args);
+BENCHMARK_CAPTURE(BM_Fusion_ArgMax, columns, 0)->Apply(fused_args);
+BENCHMARK_CAPTURE(BM_Fusion_CumSum, rows, 1)->Apply(fused_args);
+BENCHMARK_CAPTURE(BM_Fusion_CumSum, columns, 0)->Apply(fused_args);
 BENCHMARK(BM_Fusion_Softmax)->Apply(fused_args);
 BENCHMARK(BM_Fusion_SoftmaxRows80)->Apply(fused_args);
 BENCHMARK(BM_Fusion_LayerNorm)->Apply(fused_args);

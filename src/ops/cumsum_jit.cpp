@@ -1,9 +1,10 @@
 // The lowering of CumSum: a nest over the operand in memory order keeps, per position off the
 // axis, the running sum in a kernel-local buffer of the element type and writes each output
-// element (the sum before adding the element with `exclusive`, after without) into a buffer
-// holding the op's value. With `reverse` the nest's step s along the axis reads and writes
-// position dim - 1 - s. The additions are the reference's, in its order (no reassociation), so
-// float sums round as in the interpreter; integer sums wrap.
+// element (the sum before adding the element with `exclusive`, after without) into the buffer
+// holding the op's value: the region's output buffer when it is one, else a local buffer. With
+// `reverse` the nest's step s along the axis reads and writes position dim - 1 - s. The additions
+// are the reference's, in its order (no reassociation), so float sums round as in the
+// interpreter; integer sums wrap.
 #include "ops/lowering.h"
 #include "ops/op.h"
 
@@ -37,7 +38,9 @@ void allocate_cumsum(Emitter& e, const Node& n) {
   SymShape rows = in;  // the running sums: one per position off the axis
   rows[static_cast<size_t>(cumsum_axis(e.graph, n, in.size()))] = SymDim::constant(1);
   llvm::Type* t = memory_type(e.context(), e.dtype(x));
-  const LocalBuffer out = e.local_buffer(t, e.dims(y));
+  // Written straight into the region's output when y is one (no nest copying it there).
+  LocalBuffer out = e.output_buffer(y);
+  if (!out.defined()) out = e.local_buffer(t, e.dims(y));
   e.hold(y, out, nullptr);
   e.state(n) = CumSumBuffers{e.local_buffer(t, rows), out};
 }
