@@ -113,7 +113,7 @@ class ServeGen {
 
   Graph graph;
   std::array<std::array<int64_t, kScenarios>, 2> sizes{};  // per symbol, per scenario
-  int twins = 0, computed_shapes = 0;
+  int twins = 0, computed_shapes = 0, cumsums = 0;
 
  private:
   void output(const Val& v) {
@@ -169,7 +169,7 @@ class ServeGen {
   }
 
   Val unary(const Val& x, Rng& g) {
-    switch (draw(g, 0, 4)) {
+    switch (draw(g, 0, 5)) {
       case 0:
         return made(b_.neg(x.id), x.shapes, x.bound);
       case 1:
@@ -188,8 +188,19 @@ class ServeGen {
         });
         return made(b_.transpose(x.id, Attributes{{"perm", perm}}), t, x.bound);
       }
-      default:
+      case 4:
         return made(b_.sigmoid(x.id), x.shapes, 1);
+      default: {  // running sums along an axis (a sum of at most the dim's elements)
+        if (rank_of(x) == 0) return made(b_.sigmoid(x.id), x.shapes, 1);
+        const int a = draw(g, 0, static_cast<int>(rank_of(x)) - 1);
+        int64_t most = 1;
+        for (const Shape& s : x.shapes) most = std::max(most, s[static_cast<size_t>(a)]);
+        const Attributes flags{{"exclusive", int64_t{coin(g, 0.3) ? 1 : 0}},
+                               {"reverse", int64_t{coin(g, 0.3) ? 1 : 0}}};
+        ++cumsums;
+        return made(b_.node(OpKind::CumSum, {x.id, ints({a}, g)}, flags).front(), x.shapes,
+                    x.bound * static_cast<double>(most));
+      }
     }
   }
 
@@ -529,7 +540,8 @@ class ServeGen {
     return made(y, shapes_of(axes), bound);
   }
 
-  // An op the JIT does not compile: CumSum, ReduceLogSumExp keeping dims, or Mod (fmod).
+  // An op the JIT does not compile: an identity Einsum ("...->..."), ReduceLogSumExp keeping
+  // dims, or Mod (fmod). (CumSum was one until it compiled.)
   Val interpreted(const Val& x) {
     const int r = static_cast<int>(rank_of(x));
     Val v;
@@ -548,12 +560,10 @@ class ServeGen {
       const ValueId m =
           b_.node(OpKind::Mod, {x.id, b_.scalar(1.5f)}, {{"fmod", int64_t{1}}}).front();
       v = made(m, x.shapes, 1.5);
-    } else if (r > 0) {  // (a sum of at most the dim's elements)
-      const int a = uniform(0, r - 1);
-      int64_t most = 1;
-      for (const Shape& s : x.shapes) most = std::max(most, s[a]);
-      const ValueId y = b_.node(OpKind::CumSum, {x.id, b_.scalar<int64_t>(a)}).front();
-      v = made(y, x.shapes, x.bound * static_cast<double>(most));
+    } else if (r > 0) {
+      const ValueId y =
+          b_.node(OpKind::Einsum, {x.id}, {{"equation", std::string("...->...")}}).front();
+      v = made(y, x.shapes, x.bound);
     } else {
       const ValueId m =
           b_.node(OpKind::Mod, {x.id, b_.scalar(1.5f)}, {{"fmod", int64_t{1}}}).front();
