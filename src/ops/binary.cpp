@@ -5,6 +5,7 @@
 #include "ops/element.h"
 #include "ops/grad.h"
 #include "ops/int_math.h"
+#include "ops/lowering.h"
 #include "ops/op.h"
 
 namespace sgraph::ops {
@@ -202,6 +203,27 @@ Value* emit_greater_or_equal(ElementCtx& c, Operands x) {
 Value* emit_less_or_equal(ElementCtx& c, Operands x) {
   return compare(c, x, CmpInst::FCMP_OLE, CmpInst::ICMP_SLE, CmpInst::ICMP_ULE);
 }
+// Mod as the reference computes it: floats C's fmod (frem); integers C's remainder, moved to the
+// divisor's sign without fmod, and 0 for a divisor of -1 (where the remainder of the lowest value
+// would overflow). The divisor has no zero (why_not_mod: the interpreter's "integer modulo by
+// zero" error is not one a kernel can raise).
+Value* emit_mod(ElementCtx& c, Operands x) {
+  if (c.is_float()) return c.b.CreateFRem(x[0], x[1]);
+  if (c.in[0] == DType::boolean) return nullptr;
+  llvm::IRBuilderBase& b = c.b;
+  if (c.is_unsigned()) return b.CreateURem(x[0], x[1]);
+  Value* minus_one = b.CreateICmpEQ(x[1], c.constant(-1));
+  Value* d = b.CreateSelect(minus_one, c.constant(1), x[1]);
+  Value* r = b.CreateSRem(x[0], d);
+  if (c.attrs().get_int("fmod", 0) == 0) {
+    Value* other_sign =
+        b.CreateICmpNE(b.CreateICmpSLT(r, c.constant(0)), b.CreateICmpSLT(d, c.constant(0)));
+    Value* moved = b.CreateAnd(b.CreateICmpNE(r, c.constant(0)), other_sign);
+    r = b.CreateSelect(moved, b.CreateAdd(r, d), r);
+  }
+  return b.CreateSelect(minus_one, c.constant(0), r);
+}
+
 Value* emit_and(ElementCtx& c, Operands x) { return c.b.CreateAnd(x[0], x[1]); }
 Value* emit_or(ElementCtx& c, Operands x) { return c.b.CreateOr(x[0], x[1]); }
 Value* emit_xor(ElementCtx& c, Operands x) { return c.b.CreateXor(x[0], x[1]); }
@@ -381,34 +403,49 @@ const OpDef kXor = with_element(
     emit_xor, {"Xor", 2, 2, 1, 1, types_logical, shapes_broadcast,
                [](KernelCtx& c) { logical(c, [](bool a, bool b) { return a != b; }); }});
 
+namespace {
+// An integer Mod compiles only with a constant divisor holding no zero.
+std::string why_not_mod(const Graph& g, const Node& n) {
+  if (is_float(g.values[n.inputs[0]].dtype)) return "";
+  const Tensor& d = g.values[n.inputs[1]].initializer;
+  if (!d.defined())
+    return "its integer divisor is not a constant (a kernel cannot raise the interpreter's "
+           "modulo-by-zero error)";
+  for (int64_t i = 0; i < d.numel(); ++i)
+    if (d.at_double(i) == 0) return "its constant integer divisor holds a zero";
+  return "";
+}
+const Lowering kModLowering{.why_not = why_not_mod};
+}  // namespace
+
 // Mod(a, b) {fmod}: floats need fmod=1 (std::fmod); integer modulo by zero is an error.
-const OpDef kMod{"Mod",
-                 2,
-                 2,
-                 1,
-                 1,
-                 [](TypeCtx& c) {
-                   types_arith(c);
-                   SG_CHECK(mod_is_fmod(c.attrs()) || !is_float(c.in[0]))
-                       << "Mod of " << dtype_name(c.in[0]) << " needs fmod=1";
-                 },
-                 shapes_broadcast,
-                 [](KernelCtx& c) {
-                   const bool fmod = mod_is_fmod(c.attrs());
-                   arith(c, [fmod](auto a, auto b) -> decltype(a) {
-                     using T = decltype(a);
-                     if constexpr (std::is_floating_point_v<T>) {
-                       return std::fmod(a, b);
-                     } else {
-                       SG_CHECK(b != 0) << "integer modulo by zero";
-                       if constexpr (std::is_signed_v<T>)
-                         if (b == -1) return 0;      // also avoids the overflow of lowest % -1
-                       T r = static_cast<T>(a % b);  // C's remainder: the sign of a
-                       if (!fmod && r != 0 && (r < 0) != (b < 0)) r = static_cast<T>(r + b);
-                       return r;
-                     }
-                   });
-                 }};
+const OpDef kMod = with_lowering(
+    &kModLowering,
+    with_element(emit_mod, OpDef{"Mod", 2, 2, 1, 1,
+                                 [](TypeCtx& c) {
+                                   types_arith(c);
+                                   SG_CHECK(mod_is_fmod(c.attrs()) || !is_float(c.in[0]))
+                                       << "Mod of " << dtype_name(c.in[0]) << " needs fmod=1";
+                                 },
+                                 shapes_broadcast,
+                                 [](KernelCtx& c) {
+                                   const bool fmod = mod_is_fmod(c.attrs());
+                                   arith(c, [fmod](auto a, auto b) -> decltype(a) {
+                                     using T = decltype(a);
+                                     if constexpr (std::is_floating_point_v<T>) {
+                                       return std::fmod(a, b);
+                                     } else {
+                                       SG_CHECK(b != 0) << "integer modulo by zero";
+                                       if constexpr (std::is_signed_v<T>)
+                                         if (b == -1)
+                                           return 0;  // also avoids the overflow of lowest % -1
+                                       T r = static_cast<T>(a % b);  // C's remainder: the sign of a
+                                       if (!fmod && r != 0 && (r < 0) != (b < 0))
+                                         r = static_cast<T>(r + b);
+                                       return r;
+                                     }
+                                   });
+                                 }}));
 
 // BitShift(x, y) {direction = LEFT | RIGHT}: unsigned integers (u8 is the one sgraph has). A shift
 // by the bit width or more gives 0, where C++'s shift would be undefined.

@@ -15,6 +15,11 @@ bool is_compilable(OpKind op) {
          (d.lowering && (d.lowering->generate != nullptr || d.lowering->materialise != nullptr));
 }
 
+std::string why_not_lowered(const Graph& g, const Node& n) {
+  const Lowering* l = op_def(n.op).lowering;
+  return l && l->why_not ? l->why_not(g, n) : "";
+}
+
 std::string node_str(const Node& n) {
   return "node '" + n.name + "' (" + std::string(op_name(n.op)) + ")";
 }

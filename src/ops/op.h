@@ -264,5 +264,8 @@ void for_each_broadcast(const Shape& out_shape, const std::array<Shape, N>& in_s
 // generates or materialises its elements (src/ops/lowering.cpp). Whether a node of it can also
 // depends on its lowering's why_not (dtypes, constant parameters).
 bool is_compilable(OpKind op);
+// Why node n's op lowering refuses it, from the graph's dtypes and constants ("" when it takes it,
+// or has no such rule): Lowering::why_not, for code that does not include LLVM.
+std::string why_not_lowered(const Graph& g, const Node& n);
 
 }  // namespace sgraph::ops

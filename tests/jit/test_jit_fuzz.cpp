@@ -106,6 +106,7 @@ class GraphGen {
   int noncompilable = 0;
   int arg_ops = 0;     // ArgMax/ArgMin nodes
   int cumsum_ops = 0;  // CumSum nodes
+  int mod_ops = 0;     // Mod nodes
 
  private:
   // A value to use, recent ones more likely (so chains get deep).
@@ -524,7 +525,8 @@ class GraphGen {
   }
 
   // An op the JIT cannot compile, so regions are split around it: an identity Einsum
-  // ("...->..."), ReduceLogSumExp keeping dims, or Mod (fmod). (CumSum was one until it compiled.)
+  // ("...->..."), ReduceLogSumExp keeping dims, or CastLike to f32. (CumSum and Mod were ones
+  // until they compiled.)
   Val interpreted() {
     ++noncompilable;
     const Val x = tame(pick());
@@ -542,8 +544,8 @@ class GraphGen {
       return made(b_.node(OpKind::ReduceLogSumExp, {x.id}, test::axes_attr({axis}, 1)).front(), t,
                   x.bound + std::log(std::max(1.0, static_cast<double>(x.shape[axis]))), false);
     }
-    const ValueId m = b_.node(OpKind::Mod, {x.id, b_.scalar(1.5f)}, {{"fmod", int64_t{1}}}).front();
-    return made(m, x.shape, 1.5, x.exact);
+    const ValueId c = b_.node(OpKind::CastLike, {x.id, b_.scalar(0.0f)}).front();  // (f32 to f32)
+    return made(c, x.shape, x.bound, x.exact);
   }
 
   // A MatMul the JIT calls its GEMM for: x @ y^T, x . x for a scalar x, or x flattened and dotted
@@ -642,6 +644,13 @@ class GraphGen {
     if (kind >= 6)
       for (const Val& v : vals_)
         if (v.exact && !v.shape.empty()) exact.push_back(v);
+    if (!exact.empty() && chance(0.3)) {  // C's fmod by a constant (of exact values: it jumps)
+      const Val v = one_of(exact);
+      const float d = std::vector<float>{0.75f, -1.5f, 2.5f, 1.0f}[uniform(0, 3)];
+      const ValueId m = b_.node(OpKind::Mod, {v.id, b_.scalar(d)}, {{"fmod", int64_t{1}}}).front();
+      ++mod_ops;
+      return made(m, v.shape, std::min<double>(v.bound, std::fabs(d)), true);
+    }
     if (!exact.empty()) {  // the index, as a float
       const Val v = one_of(exact);
       const int vr = static_cast<int>(v.shape.size()), ax = uniform(0, vr - 1);
@@ -674,7 +683,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int graphs_with_kernels = 0, regions_compiled = 0, regions_not_compiled = 0, with_interp = 0;
-  int failed = 0, forced_graphs = 0, with_folded = 0, with_arg = 0, with_cumsum = 0;
+  int failed = 0, forced_graphs = 0, with_folded = 0, with_arg = 0, with_cumsum = 0, with_mod = 0;
   int64_t kernel_calls = 0;
   double max_err = 0;  // in units of the tolerance
   std::string not_compiled_example;
@@ -687,6 +696,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     with_interp += gen.noncompilable > 0;
     with_arg += gen.arg_ops > 0;
     with_cumsum += gen.cumsum_ops > 0;
+    with_mod += gen.mod_ops > 0;
     const ForcedThreads forced(seed);
     const ForcedPacking packing(seed);
     forced_graphs += forced.threads() > 0;
@@ -737,8 +747,8 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << with_interp
                  << " with interpreted ops, " << forced_graphs << " on forced threads, "
                  << with_folded << " with ops folded into constants, " << with_arg
-                 << " with ArgMax/ArgMin, " << with_cumsum << " with CumSum), "
-                 << graphs_with_kernels << " with kernels, " << regions_compiled
+                 << " with ArgMax/ArgMin, " << with_cumsum << " with CumSum, " << with_mod
+                 << " with Mod), " << graphs_with_kernels << " with kernels, " << regions_compiled
                  << " regions compiled (" << regions_not_compiled << " not), " << kernel_calls
                  << " kernel calls; " << failed << " failed; max error " << max_err
                  << " x tolerance; " << secs << " s");

@@ -10,7 +10,7 @@
 //     but other constants (pads, slice parameters, gather indices, reduction axes, constant
 //     tensors; a MatMul's B is a constant in one twin and may be a value computed per call in the
 //     other). Twins start at a graph input or at an op the JIT does not compile (an identity
-//     Einsum, ReduceLogSumExp, Mod), so each is a region of its own.
+//     Einsum, ReduceLogSumExp, CastLike), so each is a region of its own.
 // One graph in five is served per signature (CompileMode::per_signature) instead. Three in ten
 // run every region as a parallel kernel (ForcedThreads, fuzz_util.h); one in ten is served twice,
 // the second time by a Session whose kernels come from the first one's disk cache.

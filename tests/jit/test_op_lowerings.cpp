@@ -218,6 +218,12 @@ int check_elementwise(OpKind op, std::vector<std::string>& declined) {
           declined.push_back(signature(op, types));
           continue;
         }
+        // The op's lowering refuses operands given as graph inputs (an integer Mod's divisor must
+        // be a constant): its own samples cover the cases it takes.
+        if (const std::string refused = ops::why_not_lowered(g, g.nodes[0]); !refused.empty()) {
+          declined.push_back(signature(op, types) + ": " + refused);
+          continue;
+        }
       }
       for (bool fused : {false, true}) {
         if (fused && !first_dtype) continue;
@@ -401,7 +407,8 @@ TEST_CASE("JIT lowerings: every compilable op matches the interpreter, from the 
                     << runs << " regions compiled");
   std::string list;
   for (const std::string& d : declined) list += "\n  " + d;
-  MESSAGE("not compiled (the type rule takes them, the element emitter does not):" << list);
+  MESSAGE("not compiled (the type rule takes them, the element emitter or the lowering does not):"
+          << list);
   CHECK(automatic > 0);
   CHECK(registered > 0);
 }

@@ -6,6 +6,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xmath.hpp>
 
+#include "jit/lowering_samples.h"
 #include "xt_util.h"
 
 using namespace sgraph;
@@ -170,4 +171,24 @@ TEST_CASE("BitShift: u8 left and right, broadcast, shifts past the width give 0"
       op_error(OpKind::BitShift, {Tensor::from<uint8_t>({1}, {1}), Tensor::from<uint8_t>({1}, {1})},
                {{"direction", std::string("UP")}}),
       "direction must be LEFT or RIGHT"));
+}
+
+// ---- JIT lowering samples (see tests/jit/lowering_samples.h) ----
+
+// An integer Mod compiles with a constant divisor holding no zero (the generated samples pass the
+// divisor as an input, which leaves integer Mod interpreted): both signs, -1 and 1, with and
+// without fmod, broadcast along rows of n.
+SG_LOWERING_SAMPLE(Mod, constant_integer_divisors) {
+  const ValueId x = s.input(DType::i32, {n, 5}, -100, 100);
+  const Tensor d32 = Tensor::from<int32_t>({5}, {3, -3, 7, -1, 1});
+  s.output(s.b.node(OpKind::Mod, {x, s.b.constant("", d32)}).front());
+  s.output(s.b.node(OpKind::Mod, {x, s.b.constant("", d32)}, {{"fmod", int64_t{1}}}).front());
+  const Tensor d64 = Tensor::from<int64_t>({2, 1}, {-4, 9});
+  s.output(
+      s.b.node(OpKind::Mod, {s.input(DType::i64, {n}, -50, 50), s.b.constant("", d64)}).front());
+  // Floats (fmod only): C's fmod, the divisor an input.
+  s.output(s.b.node(OpKind::Mod,
+                    {s.input(DType::f32, {n, 5}, -9, 9), s.input(DType::f32, {5}, 0.5f, 3)},
+                    {{"fmod", int64_t{1}}})
+               .front());
 }

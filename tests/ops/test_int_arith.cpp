@@ -136,6 +136,47 @@ TEST_CASE("Compiled integer arithmetic and casts give the interpreter's results 
   }
 }
 
+TEST_CASE("Compiled Mod: integers by constant divisors (signs, -1, lowest), floats as fmod") {
+  using namespace sgraph::test::region;
+  // Every dividend against every divisor (broadcast [8,1] by [7]), with and without fmod.
+  const auto check = [&]<class T>(std::vector<T> dividends, std::vector<T> divisors) {
+    for (int64_t fmod : {0, 1}) {
+      CAPTURE(fmod);
+      GraphBuilder b("mod");
+      const int64_t n = static_cast<int64_t>(dividends.size());
+      const ValueId x = b.input("x", dtype_v<T>, {n, 1});
+      const ValueId d =
+          b.constant("d", Tensor::from<T>({static_cast<int64_t>(divisors.size())}, divisors));
+      b.output(b.node(OpKind::Mod, {x, d}, {{"fmod", fmod}})[0]);
+      check_region_same(b.build(), {Tensor::from<T>({n, 1}, dividends)});
+    }
+  };
+  const int64_t lo = lim<int64_t>::min(), hi = lim<int64_t>::max();
+  check.operator()<int64_t>({lo, hi, -7, 7, -1, 0, 1, 6}, {-1, 1, 3, -3, 7, lo, hi});
+  check.operator()<int32_t>({lim<int32_t>::min(), -7, 7, 0, 5, -5, 13, 2},
+                            {-1, 3, -3, 2, 5, -6, 1});
+  check.operator()<int8_t>({-128, 127, -7, 7, 0, -1, 1, 100}, {-1, 3, -3, 2, 127, -128, 1});
+  check.operator()<uint8_t>({255, 0, 7, 200, 1, 2, 3, 128}, {1, 3, 2, 255, 7, 10, 100});
+  // Floats: C's fmod, with zero divisors (NaN), infinities and signed zeros.
+  const float inf = lim<float>::infinity(), nan = lim<float>::quiet_NaN();
+  GraphBuilder b("fmod");
+  const ValueId x = b.input("x", DType::f32, {8, 1}), y = b.input("y", DType::f32, {7});
+  b.output(b.node(OpKind::Mod, {x, y}, {{"fmod", int64_t{1}}})[0]);
+  check_region_same(b.build(),
+                    {Tensor::from<float>({8, 1}, {5.5f, -5.5f, 0.f, -0.f, inf, nan, 1e30f, 3.f}),
+                     Tensor::from<float>({7}, {2.f, -2.f, 0.f, inf, nan, 0.25f, -1e-3f})});
+  // A divisor that is not a constant, or a constant holding a zero: the Mod stays interpreted.
+  GraphBuilder c("mod_input");
+  c.output(c.node(OpKind::Mod, {c.input("x", DType::i32, {4}), c.input("y", DType::i32, {4})})[0]);
+  const Graph g = c.build();
+  CHECK(test::contains(jit::why_not_compilable(g, whole_graph(g)), "not a constant"));
+  GraphBuilder z("mod_zero");
+  z.output(z.node(OpKind::Mod, {z.input("x", DType::i32, {2}),
+                                z.constant("d", Tensor::from<int32_t>({2}, {3, 0}))})[0]);
+  const Graph gz = z.build();
+  CHECK(test::contains(jit::why_not_compilable(gz, whole_graph(gz)), "holds a zero"));
+}
+
 TEST_CASE("Window sizes from attributes that overflow int64 are errors naming them") {
   const Tensor x = Tensor::zeros(DType::f32, {1, 1, 8, 8});
   const int64_t big = int64_t{1} << 62;
