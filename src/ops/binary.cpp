@@ -141,8 +141,16 @@ Value* emit_mul(ElementCtx& c, Operands x) {
   return c.is_float() ? c.b.CreateFMul(x[0], x[1]) : c.b.CreateMul(x[0], x[1]);
 }
 // Floats only: an integer division by zero would trap where the reference throws.
+// Integers as the reference: truncation toward zero, lowest / -1 wrapping to lowest (the divisor
+// is selected to 1 there, so sdiv never overflows); the divisor has no zero (why_not_divisor).
 Value* emit_div(ElementCtx& c, Operands x) {
-  return c.is_float() ? c.b.CreateFDiv(x[0], x[1]) : nullptr;
+  if (c.is_float()) return c.b.CreateFDiv(x[0], x[1]);
+  if (c.in[0] == DType::boolean) return nullptr;
+  llvm::IRBuilderBase& b = c.b;
+  if (c.is_unsigned()) return b.CreateUDiv(x[0], x[1]);
+  Value* minus_one = b.CreateICmpEQ(x[1], c.constant(-1));
+  Value* q = b.CreateSDiv(x[0], b.CreateSelect(minus_one, c.constant(1), x[1]));
+  return b.CreateSelect(minus_one, b.CreateSub(c.constant(0), x[0]), q);
 }
 // pow in x's float type, the exponent converted to it (integer x: not compiled).
 Value* emit_pow(ElementCtx& c, Operands x) {
@@ -205,8 +213,7 @@ Value* emit_less_or_equal(ElementCtx& c, Operands x) {
 }
 // Mod as the reference computes it: floats C's fmod (frem); integers C's remainder, moved to the
 // divisor's sign without fmod, and 0 for a divisor of -1 (where the remainder of the lowest value
-// would overflow). The divisor has no zero (why_not_mod: the interpreter's "integer modulo by
-// zero" error is not one a kernel can raise).
+// would overflow). The divisor has no zero (why_not_divisor).
 Value* emit_mod(ElementCtx& c, Operands x) {
   if (c.is_float()) return c.b.CreateFRem(x[0], x[1]);
   if (c.in[0] == DType::boolean) return nullptr;
@@ -316,20 +323,38 @@ SG_ARITH(Add, emit_add, grad_add, wrap_add);
 SG_ARITH(Sub, emit_sub, grad_sub, wrap_sub);
 SG_ARITH(Mul, emit_mul, grad_mul, wrap_mul);
 #undef SG_ARITH
+namespace {
+// An integer Div or Mod compiles only with a constant divisor holding no zero: the interpreter's
+// error for a zero divisor is not one a kernel can raise.
+std::string why_not_divisor(const Graph& g, const Node& n) {
+  if (is_float(g.values[n.inputs[0]].dtype)) return "";
+  const Tensor& d = g.values[n.inputs[1]].initializer;
+  if (!d.defined())
+    return "its integer divisor is not a constant (a kernel cannot raise the interpreter's error "
+           "for a zero divisor)";
+  for (int64_t i = 0; i < d.numel(); ++i)
+    if (d.at_double(i) == 0) return "its constant integer divisor holds a zero";
+  return "";
+}
+const Lowering kDivisorLowering{.why_not = why_not_divisor};
+}  // namespace
+
 // Integer division truncates toward zero (lowest / -1 wraps to lowest); division by zero is an
 // error for integers.
-const OpDef kDiv = with_grad(
-    grad_div,
-    with_element(emit_div, {"Div", 2, 2, 1, 1, types_arith, shapes_broadcast, [](KernelCtx& c) {
-                              arith(c, [](auto a, auto b) -> decltype(a) {
-                                if constexpr (std::is_integral_v<decltype(a)>) {
-                                  SG_CHECK(b != 0) << "integer division by zero";
-                                  return int_div(a, b);
-                                } else {
-                                  return a / b;
-                                }
-                              });
-                            }}));
+const OpDef kDiv = with_lowering(
+    &kDivisorLowering,
+    with_grad(grad_div, with_element(emit_div, {"Div", 2, 2, 1, 1, types_arith, shapes_broadcast,
+                                                [](KernelCtx& c) {
+                                                  arith(c, [](auto a, auto b) -> decltype(a) {
+                                                    if constexpr (std::is_integral_v<decltype(a)>) {
+                                                      SG_CHECK(b != 0)
+                                                          << "integer division by zero";
+                                                      return int_div(a, b);
+                                                    } else {
+                                                      return a / b;
+                                                    }
+                                                  });
+                                                }})));
 
 // Pow(x, y): y may have another numeric dtype than x; the result has x's dtype.
 const OpDef kPow = with_element(
@@ -403,24 +428,9 @@ const OpDef kXor = with_element(
     emit_xor, {"Xor", 2, 2, 1, 1, types_logical, shapes_broadcast,
                [](KernelCtx& c) { logical(c, [](bool a, bool b) { return a != b; }); }});
 
-namespace {
-// An integer Mod compiles only with a constant divisor holding no zero.
-std::string why_not_mod(const Graph& g, const Node& n) {
-  if (is_float(g.values[n.inputs[0]].dtype)) return "";
-  const Tensor& d = g.values[n.inputs[1]].initializer;
-  if (!d.defined())
-    return "its integer divisor is not a constant (a kernel cannot raise the interpreter's "
-           "modulo-by-zero error)";
-  for (int64_t i = 0; i < d.numel(); ++i)
-    if (d.at_double(i) == 0) return "its constant integer divisor holds a zero";
-  return "";
-}
-const Lowering kModLowering{.why_not = why_not_mod};
-}  // namespace
-
 // Mod(a, b) {fmod}: floats need fmod=1 (std::fmod); integer modulo by zero is an error.
 const OpDef kMod = with_lowering(
-    &kModLowering,
+    &kDivisorLowering,
     with_element(emit_mod, OpDef{"Mod", 2, 2, 1, 1,
                                  [](TypeCtx& c) {
                                    types_arith(c);

@@ -192,3 +192,13 @@ SG_LOWERING_SAMPLE(Mod, constant_integer_divisors) {
                     {{"fmod", int64_t{1}}})
                .front());
 }
+
+// An integer Div compiles with a constant divisor holding no zero, as Mod does.
+SG_LOWERING_SAMPLE(Div, constant_integer_divisors) {
+  const Tensor d32 = Tensor::from<int32_t>({5}, {3, -3, 7, -1, 1});
+  s.output(s.b.node(OpKind::Div, {s.input(DType::i32, {n, 5}, -100, 100), s.b.constant("", d32)})
+               .front());
+  const Tensor d64 = Tensor::from<int64_t>({2, 1}, {-4, 9});
+  s.output(
+      s.b.node(OpKind::Div, {s.input(DType::i64, {n}, -50, 50), s.b.constant("", d64)}).front());
+}

@@ -136,18 +136,20 @@ TEST_CASE("Compiled integer arithmetic and casts give the interpreter's results 
   }
 }
 
-TEST_CASE("Compiled Mod: integers by constant divisors (signs, -1, lowest), floats as fmod") {
+TEST_CASE("Compiled Mod and Div: integers by constant divisors (signs, -1, lowest), fmod") {
   using namespace sgraph::test::region;
-  // Every dividend against every divisor (broadcast [8,1] by [7]), with and without fmod.
+  // Every dividend against every divisor (broadcast [8,1] by [7]): Mod with and without fmod,
+  // and Div (fmod 2 below).
   const auto check = [&]<class T>(std::vector<T> dividends, std::vector<T> divisors) {
-    for (int64_t fmod : {0, 1}) {
+    for (int64_t fmod : {0, 1, 2}) {
       CAPTURE(fmod);
       GraphBuilder b("mod");
       const int64_t n = static_cast<int64_t>(dividends.size());
       const ValueId x = b.input("x", dtype_v<T>, {n, 1});
       const ValueId d =
           b.constant("d", Tensor::from<T>({static_cast<int64_t>(divisors.size())}, divisors));
-      b.output(b.node(OpKind::Mod, {x, d}, {{"fmod", fmod}})[0]);
+      b.output(fmod == 2 ? b.node(OpKind::Div, {x, d})[0]
+                         : b.node(OpKind::Mod, {x, d}, {{"fmod", fmod}})[0]);
       check_region_same(b.build(), {Tensor::from<T>({n, 1}, dividends)});
     }
   };
@@ -165,7 +167,7 @@ TEST_CASE("Compiled Mod: integers by constant divisors (signs, -1, lowest), floa
   check_region_same(b.build(),
                     {Tensor::from<float>({8, 1}, {5.5f, -5.5f, 0.f, -0.f, inf, nan, 1e30f, 3.f}),
                      Tensor::from<float>({7}, {2.f, -2.f, 0.f, inf, nan, 0.25f, -1e-3f})});
-  // A divisor that is not a constant, or a constant holding a zero: the Mod stays interpreted.
+  // A divisor that is not a constant, or a constant holding a zero: the op stays interpreted.
   GraphBuilder c("mod_input");
   c.output(c.node(OpKind::Mod, {c.input("x", DType::i32, {4}), c.input("y", DType::i32, {4})})[0]);
   const Graph g = c.build();
@@ -175,6 +177,10 @@ TEST_CASE("Compiled Mod: integers by constant divisors (signs, -1, lowest), floa
                                 z.constant("d", Tensor::from<int32_t>({2}, {3, 0}))})[0]);
   const Graph gz = z.build();
   CHECK(test::contains(jit::why_not_compilable(gz, whole_graph(gz)), "holds a zero"));
+  GraphBuilder v("div_input");
+  v.output(v.node(OpKind::Div, {v.input("x", DType::i64, {4}), v.input("y", DType::i64, {4})})[0]);
+  const Graph gv = v.build();
+  CHECK(test::contains(jit::why_not_compilable(gv, whole_graph(gv)), "not a constant"));
 }
 
 TEST_CASE("Window sizes from attributes that overflow int64 are errors naming them") {
