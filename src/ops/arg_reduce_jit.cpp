@@ -7,6 +7,7 @@
 // to that start is at index 0 unless select_last_index moves it on.
 #include <llvm/IR/MDBuilder.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "ops/lowering.h"
@@ -87,11 +88,9 @@ void materialise_arg(Emitter& e, const Node& n) {
   llvm::IRBuilderBase& b = e.b;
   llvm::Value* start = max ? lowest(t, best.type) : highest(t, best.type);
   // Whether the nest's innermost loop runs along the axis (every dim after it is 1).
-  bool along_row = true;
-  for (size_t d = 0; d < in.size(); ++d)
-    if (reduced[d]) {
-      for (size_t k = d + 1; k < in.size(); ++k) along_row = along_row && in[k].is_one();
-    }
+  const auto axis = std::find(reduced.begin(), reduced.end(), true) - reduced.begin();
+  const bool along_row =
+      std::all_of(in.begin() + axis + 1, in.end(), [](const SymDim& d) { return d.is_one(); });
   e.loop_nest(out, true, [&](const Index& oi) {
     llvm::Value* o = e.offset_of(oi, out);
     b.CreateStore(start, e.at(best, o));

@@ -141,16 +141,26 @@ Value* emit_mul(ElementCtx& c, Operands x) {
   return c.is_float() ? c.b.CreateFMul(x[0], x[1]) : c.b.CreateMul(x[0], x[1]);
 }
 // Floats only: an integer division by zero would trap where the reference throws.
-// Integers as the reference: truncation toward zero, lowest / -1 wrapping to lowest (the divisor
-// is selected to 1 there, so sdiv never overflows); the divisor has no zero (why_not_divisor).
+// A signed integer divisor b for sdiv/srem: 1 where b is -1 (`minus_one`), whose quotient and
+// remainder the caller makes itself (lowest / -1 and lowest % -1 overflow). b has no zero
+// (why_not_divisor).
+struct SignedDivisor {
+  Value* minus_one;
+  Value* d;
+};
+SignedDivisor signed_divisor(ElementCtx& c, Value* b) {
+  Value* minus_one = c.b.CreateICmpEQ(b, c.constant(-1));
+  return {minus_one, c.b.CreateSelect(minus_one, c.constant(1), b)};
+}
+
+// Integers as the reference: truncation toward zero, lowest / -1 wrapping to lowest.
 Value* emit_div(ElementCtx& c, Operands x) {
   if (c.is_float()) return c.b.CreateFDiv(x[0], x[1]);
   if (c.in[0] == DType::boolean) return nullptr;
   llvm::IRBuilderBase& b = c.b;
   if (c.is_unsigned()) return b.CreateUDiv(x[0], x[1]);
-  Value* minus_one = b.CreateICmpEQ(x[1], c.constant(-1));
-  Value* q = b.CreateSDiv(x[0], b.CreateSelect(minus_one, c.constant(1), x[1]));
-  return b.CreateSelect(minus_one, b.CreateSub(c.constant(0), x[0]), q);
+  const auto [minus_one, d] = signed_divisor(c, x[1]);
+  return b.CreateSelect(minus_one, b.CreateSub(c.constant(0), x[0]), b.CreateSDiv(x[0], d));
 }
 // pow in x's float type, the exponent converted to it (integer x: not compiled).
 Value* emit_pow(ElementCtx& c, Operands x) {
@@ -213,14 +223,13 @@ Value* emit_less_or_equal(ElementCtx& c, Operands x) {
 }
 // Mod as the reference computes it: floats C's fmod (frem); integers C's remainder, moved to the
 // divisor's sign without fmod, and 0 for a divisor of -1 (where the remainder of the lowest value
-// would overflow). The divisor has no zero (why_not_divisor).
+// would overflow).
 Value* emit_mod(ElementCtx& c, Operands x) {
   if (c.is_float()) return c.b.CreateFRem(x[0], x[1]);
   if (c.in[0] == DType::boolean) return nullptr;
   llvm::IRBuilderBase& b = c.b;
   if (c.is_unsigned()) return b.CreateURem(x[0], x[1]);
-  Value* minus_one = b.CreateICmpEQ(x[1], c.constant(-1));
-  Value* d = b.CreateSelect(minus_one, c.constant(1), x[1]);
+  const auto [minus_one, d] = signed_divisor(c, x[1]);
   Value* r = b.CreateSRem(x[0], d);
   if (c.attrs().get_int("fmod", 0) == 0) {
     Value* other_sign =

@@ -193,6 +193,7 @@ struct Session::Impl {
     operator std::span<OpObserver* const>() const { return {list.data(), n}; }
   };
   static Observers with_timing(TimingObserver* timing, std::initializer_list<OpObserver*> more) {
+    SG_ASSERT(more.size() < Observers{}.list.size()) << more.size() << " observers";
     Observers obs;
     if (timing) obs.list[obs.n++] = timing;
     for (OpObserver* o : more) obs.list[obs.n++] = o;
