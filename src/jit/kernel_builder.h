@@ -86,6 +86,7 @@ class KernelBuilder final : public ops::Emitter {
                                        const InnerBody& body) override;
   void loop_nest(const Shape& s, bool parallel, const Body& body, bool unroll = true) override;
   void call_gemm(const ops::GemmCall& call) override;
+  void call_winograd(const ops::WinogradCall& call) override;
   llvm::Value* i64_array(const Ints& values) override;
   llvm::Value* f64_array(const std::vector<double>& values) override;
   std::any& state(const Node& n) override { return state_[&n]; }

@@ -12,6 +12,7 @@
 
 #include "jit/parallel.h"
 #include "ops/gemm_kernel.h"
+#include "ops/winograd.h"
 #include "sgraph/error.h"
 
 namespace {
@@ -116,6 +117,10 @@ void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
                   const int64_t* a_off, int64_t trans_a, const float* b, const int64_t* b_off,
                   int64_t trans_b, float* c, double alpha);
 
+void conv_winograd(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH, const float* src,
+                   int64_t N, int64_t Hs, int64_t Ws, int64_t sh, int64_t dh, int64_t OH,
+                   int64_t OW, float* v, float* y, float* out);
+
 // A plan's packed constant B operands, by address and geometry.
 struct PackedCache {
   std::mutex mutex;
@@ -127,6 +132,19 @@ struct PackedCache {
     auto& p = packed[{b, K, N, tb}];
     if (!p) p = std::make_unique<sgraph::ops::PackedB>(K, N, b, tb);
     return *p;
+  }
+
+  // A constant conv weight's F(2,3) transform, by address and geometry.
+  std::map<std::tuple<const float*, int64_t, int64_t, int64_t>,
+           std::unique_ptr<sgraph::ops::WinogradWeights>>
+      winograd;
+
+  const sgraph::ops::WinogradWeights& get_winograd(const float* w, int64_t M, int64_t C,
+                                                   int64_t KH) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& u = winograd[{w, M, C, KH}];
+    if (!u) u = std::make_unique<sgraph::ops::WinogradWeights>(w, M, C, KH);
+    return *u;
   }
 
   // The plan's cache in a kernel's context, made at its first use.
@@ -158,6 +176,13 @@ void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int
                              const int64_t* b_off, int64_t trans_b, float* c, double alpha) {
   helper_boundary("GEMM with a packed operand", [&] {
     gemm_const_b(ctx, batch, M, N, K, a, a_off, trans_a, b, b_off, trans_b, c, alpha);
+  });
+}
+void sgraph_conv_winograd_f32(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH,
+                              const float* src, int64_t N, int64_t Hs, int64_t Ws, int64_t sh,
+                              int64_t dh, int64_t OH, int64_t OW, float* v, float* y, float* out) {
+  helper_boundary("Winograd conv", [&] {
+    conv_winograd(ctx, w, M, C, KH, src, N, Hs, Ws, sh, dh, OH, OW, v, y, out);
   });
 }
 void sgraph_gemm_const_a_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -244,6 +269,78 @@ void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
   const ConstAJob job{M, N, K, parts, a, b, a_off, b_off, ta, tb, c, al, cache};
   sgraph_parallel_for(ctx, &run_items<ConstAJob>, reinterpret_cast<void* const*>(&job),
                       batch * parts);
+}
+
+// The phases of conv_winograd, each over independent items (see ops/winograd.h).
+struct WinogradJob {
+  enum Phase { input, product, output } phase;
+  const sgraph::ops::WinogradShape* s;
+  const sgraph::ops::WinogradWeights* u;
+  const float* src;
+  float *v, *y, *out;
+  int64_t chunk;                  // input: channels per item; output: output channels per item
+  int64_t parts;                  // product: parts of the positions per (image, point)
+  std::atomic<bool>* not_finite;  // per image: an output was not finite
+
+  void run(int64_t item) const {
+    if (phase == input) {
+      const int64_t per = (s->C + chunk - 1) / chunk, n = item / per, c0 = item % per * chunk;
+      sgraph::ops::winograd_input(*s, src, v, n, c0, std::min(s->C, c0 + chunk));
+    } else if (phase == product) {
+      const int64_t part = item % parts, np = item / parts, cols = (s->P() + parts - 1) / parts;
+      const int64_t n0 = std::min(s->P(), part * cols), n1 = std::min(s->P(), n0 + cols);
+      if (n0 < n1)
+        sgraph::ops::winograd_product(*s, *u, v, y, np / 4, static_cast<int>(np % 4), n0, n1);
+    } else {
+      const int64_t per = (s->M + chunk - 1) / chunk, n = item / per, m0 = item % per * chunk;
+      if (!sgraph::ops::winograd_output(*s, y, out, n, m0, std::min(s->M, m0 + chunk)))
+        not_finite[n].store(true, std::memory_order_relaxed);
+    }
+  }
+};
+
+void conv_winograd(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH, const float* src,
+                   int64_t N, int64_t Hs, int64_t Ws, int64_t sh, int64_t dh, int64_t OH,
+                   int64_t OW, float* v, float* y, float* out) {
+  const sgraph::ops::WinogradShape s{
+      .N = N, .C = C, .Hs = Hs, .Ws = Ws, .M = M, .KH = KH, .sh = sh, .dh = dh, .OH = OH, .OW = OW};
+  if (N == 0 || M == 0 || OH == 0 || OW == 0) return;
+  std::unique_ptr<sgraph::ops::WinogradWeights> own;  // without a ctx (no plan): this call's
+  const sgraph::ops::WinogradWeights* u = nullptr;
+  const int threads = ctx ? static_cast<sgraph::KernelContext*>(ctx)->threads : 1;
+  if (ctx) {
+    u = &PackedCache::of(*static_cast<sgraph::KernelContext*>(ctx)).get_winograd(w, M, C, KH);
+  } else {
+    own = std::make_unique<sgraph::ops::WinogradWeights>(w, M, C, KH);
+    u = own.get();
+  }
+  std::unique_ptr<std::atomic<bool>[]> not_finite(new std::atomic<bool>[N]);
+  for (int64_t n = 0; n < N; ++n) not_finite[n].store(!u->finite());
+  if (u->finite()) {
+    // Items: a few per thread per phase (each phase is a pass over a few hundred KB at most).
+    const int64_t in_chunk = std::max<int64_t>(1, C * N / (4 * threads));
+    const int64_t out_chunk = std::max<int64_t>(16, M * N / (4 * threads));
+    int64_t parts = 1;
+    if (threads > 4 * N) parts = std::min<int64_t>(threads / (4 * N), (s.P() + 63) / 64);
+    WinogradJob job{WinogradJob::input, &s, u, src, v, y, out, in_chunk, parts, not_finite.get()};
+    const auto run = [&](WinogradJob::Phase phase, int64_t items) {
+      job.phase = phase;
+      sgraph_parallel_for(ctx, &run_items<WinogradJob>, reinterpret_cast<void* const*>(&job),
+                          items);
+    };
+    run(WinogradJob::input, N * ((C + in_chunk - 1) / in_chunk));
+    run(WinogradJob::product, N * 4 * parts);
+    job.chunk = out_chunk;
+    run(WinogradJob::output, N * ((M + out_chunk - 1) / out_chunk));
+  }
+  // Images with an infinite or NaN output (or weights whose transform is not finite): computed
+  // the plain way, so that those values come out as a plain sum makes them.
+  std::vector<float> col;
+  for (int64_t n = 0; n < N; ++n) {
+    if (!not_finite[n].load(std::memory_order_relaxed)) continue;
+    if (col.empty()) col.resize(static_cast<size_t>(C * KH * 3 * OH * OW));
+    sgraph::ops::winograd_plain_image(s, src, w, col.data(), out, n);
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ std::span<const std::pair<const char*, void*>> runtime_symbols() {
       {"sgraph_gemm_f64", reinterpret_cast<void*>(&sgraph_gemm_f64)},
       {"sgraph_gemm_const_b_f32", reinterpret_cast<void*>(&sgraph_gemm_const_b_f32)},
       {"sgraph_gemm_const_a_f32", reinterpret_cast<void*>(&sgraph_gemm_const_a_f32)},
+      {"sgraph_conv_winograd_f32", reinterpret_cast<void*>(&sgraph_conv_winograd_f32)},
   };
   return table;
 }

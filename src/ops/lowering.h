@@ -63,6 +63,15 @@ struct GemmCall {
   bool const_a = false;  // A is a constant, each item's packed once per plan when B is short (f32)
 };
 
+// A call of the runtime's Winograd conv (ops/winograd.h, sgraph_conv_winograd_f32): weights
+// [M, C, KH, 3] (a constant of the graph), the padded source [N, C, Hs, Ws], row stride sh and
+// dilation dh, the output [N, M, OH, OW], scratch v and y (see kernel_runtime.h for their sizes).
+struct WinogradCall {
+  llvm::Value *weights = nullptr, *src = nullptr, *v = nullptr, *y = nullptr, *out = nullptr;
+  int64_t M = 0, C = 0, KH = 1, sh = 1, dh = 1;
+  llvm::Value *N = nullptr, *Hs = nullptr, *Ws = nullptr, *OH = nullptr, *OW = nullptr;
+};
+
 class Emitter {
  public:
   using Body = std::function<void(const Index&)>;
@@ -140,6 +149,7 @@ class Emitter {
                                                const std::vector<llvm::Value*>& init,
                                                const InnerBody& body) = 0;
   virtual void call_gemm(const GemmCall& call) = 0;
+  virtual void call_winograd(const WinogradCall& call) = 0;
   // Constant global arrays (tables indexed at run time).
   virtual llvm::Value* i64_array(const Ints& values) = 0;
   virtual llvm::Value* f64_array(const std::vector<double>& values) = 0;

@@ -27,6 +27,10 @@
 //     the consumers (BatchNormalization, Relu, a residual Add) read that buffer as the epilogue,
 //     and their loops coalesce like any elementwise nest's. A depthwise conv this way would be one
 //     GEMM call per channel of a 1-row matrix: ppocr_mobile_v2_cls ran 2.5x slower so.
+//     A GEMM conv of f32 with constant weights, one group, and a 3-wide kernel of unit stride and
+//     dilation along its last spatial dim (1-D or 2-D) calls the runtime's Winograd F(2,3)
+//     instead (ops/winograd.h: 2/3 of the multiply-adds) where winograd_pays: no im2col matrix,
+//     the source read by its input transform; its output fills the same product buffer.
 // Pools: MaxPool is the max over the window (padding never wins; a window of padding only gives
 // the lowest value, as in the interpreter), AveragePool the sum over the window divided by its
 // count: the positions inside the input, or with count_include_pad those inside the padded input
@@ -47,6 +51,7 @@
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/window.h"
+#include "ops/winograd.h"
 
 namespace sgraph::ops {
 
@@ -78,6 +83,9 @@ struct WindowPlan {  // Conv, MaxPool, AveragePool
   LocalBuffer weights;    // GEMM: the weights, when computed in the region
   LocalBuffer col;        // GEMM: the im2col matrix; undefined: the source itself (1x1 kernel)
   LocalBuffer product;    // GEMM: [N, M, out...]
+  // GEMM by Winograd's F(2,3) along the last spatial dim (winograd_fits): its scratch, no col.
+  bool winograd = false;
+  LocalBuffer wino_v, wino_y;
   // GEMM items (image, group) whose offsets depend on symbols: filled per call.
   LocalBuffer a_offsets, b_offsets;
   bool symbolic(size_t d) const { return in[d].symbolic(); }
@@ -189,6 +197,22 @@ bool runtime_items(const SymShape& xs, const SymShape& out) {
          !is_static(SymShape(out.begin() + 2, out.end()));
 }
 
+// Whether a GEMM conv goes through the runtime's Winograd F(2,3) (ops/winograd.h): f32, one
+// group of several output channels, constant weights, 1 or 2 spatial dims, the last with a 3-wide
+// kernel of unit stride and dilation, and sizes where it pays (a symbolic width is taken to).
+bool winograd_fits(Emitter& e, const Node& n, const WindowPlan& p, const Shape& ws) {
+  const Window& w = p.w;
+  const size_t r = w.rank();
+  const ValueId wv = n.inputs[1];
+  if (!p.gemm || p.group != 1 || e.dtype(n.inputs[0]) != DType::f32 || (r != 1 && r != 2) ||
+      w.kernel.back() != 3 || w.strides.back() != 1 || w.dilations.back() != 1 || ws[0] < 2 ||
+      e.producer(wv) != nullptr || !e.graph.values[wv].initializer.defined())
+    return false;
+  const int64_t kh = r == 2 ? w.kernel[0] : 1;
+  const SymDim& ow = p.out.back();
+  return winograd_pays(ws[0], ws[1] * kh, ow.symbolic() ? 8 : ow.offset);
+}
+
 void allocate_window(Emitter& e, const Node& n) {
   const ValueId x = n.inputs[0];
   const SymShape xs = planned_dims(e, x);
@@ -232,7 +256,17 @@ void allocate_window(Emitter& e, const Node& n) {
     }
     p.source = e.local_buffer(t, p.source_shape);
   }
-  if (p.gemm) {
+  p.winograd = conv && winograd_fits(e, n, p, *ws);
+  if (p.winograd) {
+    // [N, 4, OH, ceil(OW / 2), K] and [.., M] fit in [N, 2, OH, OW + 1, K] and [.., M].
+    const SymDim oh = w.rank() == 2 ? p.out[0] : SymDim::constant(1);
+    const int64_t K = (*ws)[1] * (w.rank() == 2 ? w.kernel[0] : 1);
+    p.wino_v = e.local_buffer(
+        t, SymShape{xs[0], SymDim::constant(2), oh, p.out.back().plus(1), SymDim::constant(K)});
+    p.wino_y = e.local_buffer(t, SymShape{xs[0], SymDim::constant(2), oh, p.out.back().plus(1),
+                                          SymDim::constant((*ws)[0])});
+    p.product = e.local_buffer(t, out);
+  } else if (p.gemm) {
     if (e.producer(n.inputs[1]) != nullptr) p.weights = e.local_buffer(t, numel(*ws));
     if (!pointwise) {
       SymShape cs = {xs[0], xs[1]};
@@ -312,6 +346,26 @@ void materialise_window(Emitter& e, const Node& n) {
   if (!p.gemm) return;
   const ValueId wv = n.inputs[1];
   const Shape& ws = e.planned_shape(wv);
+  if (p.winograd) {
+    const bool two = r == 2;
+    const SymShape& ss = p.source.defined() ? p.source_shape : xs;
+    e.call_winograd({.weights = e.frame_pointer(wv),
+                     .src = p.source.defined() ? e.frame_pointer(p.source) : e.frame_pointer(x),
+                     .v = e.frame_pointer(p.wino_v),
+                     .y = e.frame_pointer(p.wino_y),
+                     .out = e.frame_pointer(p.product),
+                     .M = ws[0],
+                     .C = ws[1],
+                     .KH = two ? w.kernel[0] : 1,
+                     .sh = two ? w.strides[0] : 1,
+                     .dh = two ? w.dilations[0] : 1,
+                     .N = e.dim(xs[0]),
+                     .Hs = two ? e.dim(ss[2]) : e.i64(1),
+                     .Ws = e.dim(ss.back()),
+                     .OH = two ? e.dim(p.out[0]) : e.i64(1),
+                     .OW = e.dim(p.out.back())});
+    return;
+  }
   if (p.weights.defined())
     e.loop_nest(ws, true, [&](const Index& i) {
       b_.CreateStore(e.element(wv, i), e.at(p.weights, e.offset_of(i, ws)));

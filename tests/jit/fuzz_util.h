@@ -19,6 +19,7 @@
 
 #include "jit/kernel_runtime.h"
 #include "jit/parallel.h"
+#include "ops/winograd.h"
 #include "test_util.h"
 
 namespace sgraph::fuzz {
@@ -64,21 +65,31 @@ class ForcedThreads {
 
 // One graph in two has every conv whose weights are a constant multiply by its packed weights
 // (force_const_a_packing_for_testing): the runtime packs them only for products over few
-// positions, which the fuzzers' small convs seldom are. A generator of its own, as ForcedThreads.
+// positions, which the fuzzers' small convs seldom are. Independently, one graph in two has every
+// conv that fits Winograd's F(2,3) computed so (ops::force_winograd_for_testing), which only
+// larger convs than the fuzzers' take otherwise. A generator of its own, as ForcedThreads.
 class ForcedPacking {
  public:
   explicit ForcedPacking(uint32_t seed) {
     std::mt19937 side(seed ^ 0x27d4eb2fu);
     on_ = side() % 2 == 0;
+    winograd_ = side() % 2 == 0;
     force_const_a_packing_for_testing(on_);
+    ops::force_winograd_for_testing(winograd_);
   }
-  ~ForcedPacking() { force_const_a_packing_for_testing(false); }
+  ~ForcedPacking() {
+    force_const_a_packing_for_testing(false);
+    ops::force_winograd_for_testing(false);
+  }
   ForcedPacking(const ForcedPacking&) = delete;
   ForcedPacking& operator=(const ForcedPacking&) = delete;
-  std::string str() const { return on_ ? "; conv weights always packed" : ""; }
+  std::string str() const {
+    return std::string(on_ ? "; conv weights always packed" : "") +
+           (winograd_ ? "; Winograd wherever it fits" : "");
+  }
 
  private:
-  bool on_ = false;
+  bool on_ = false, winograd_ = false;
 };
 
 // Numpy broadcasting of a and b into *out; false when they do not broadcast.

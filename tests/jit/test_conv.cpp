@@ -7,6 +7,7 @@
 
 #include "jit/kernel_runtime.h"
 #include "jit/region_test_util.h"
+#include "ops/winograd.h"
 
 using namespace sgraph;
 using namespace sgraph::test::region;
@@ -498,4 +499,133 @@ TEST_CASE("JIT squeeze-excitation: a direct window read by two nests is computed
       CHECK(modules.size() >= 1);
       for (const std::string& ir : modules) CHECK(occurrences(ir, tap) == 8);
     }
+}
+
+namespace {
+
+// force_winograd_for_testing for a scope: every conv that fits F(2,3) goes through it.
+struct ForcedWinograd {
+  ForcedWinograd() { ops::force_winograd_for_testing(true); }
+  ~ForcedWinograd() { ops::force_winograd_for_testing(false); }
+  ForcedWinograd(const ForcedWinograd&) = delete;
+  ForcedWinograd& operator=(const ForcedWinograd&) = delete;
+};
+
+// A 1-D or 2-D conv whose last dim fits F(2,3) (3 wide, unit stride and dilation there), with a
+// bias and (`relu`) Relu after it.
+Graph winograd_conv(const Shape& x, const Shape& w, const Attributes& a, bool symbolic_width,
+                    bool relu = true) {
+  GraphBuilder b;
+  DimList dims = to_dims(x);
+  if (symbolic_width) dims.back() = Dim("width");
+  const ValueId xv = b.input("x", DType::f32, dims);
+  const ValueId bias = b.constant("b", rnd(DType::f32, {w[0]}, 5));
+  const ValueId y =
+      b.node(OpKind::Conv, {xv, b.constant("w", rnd(DType::f32, w, 2)), bias}, a).front();
+  b.output(relu ? b.relu(y) : y);
+  return b.build();
+}
+
+}  // namespace
+
+TEST_CASE("JIT Conv: Winograd F(2,3) along the last dim, random convs vs the interpreter") {
+  // Forced onto small convs (through the GEMM: 6 or more input channels): odd and even widths,
+  // pads, row strides and dilations, 1-3 row taps, 1-D and 2-D, on 1-3 threads; each kernel must
+  // call the Winograd helper.
+  const ForcedWinograd forced;
+  std::mt19937 rng(20261207);
+  const auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int i = 0; i < 40; ++i) {
+    const int64_t rank = uniform(1, 2), c = uniform(6, 12), m = uniform(2, 24);
+    Shape x = {uniform(1, 3), c}, w = {m, c};
+    Ints pads(static_cast<size_t>(2 * rank)), strides, dilations;
+    for (int64_t d = 0; d < rank; ++d) {
+      const bool last = d == rank - 1;
+      const int64_t k = last ? 3 : uniform(1, 3), dil = last ? 1 : uniform(1, 2);
+      w.push_back(k);
+      x.push_back((k - 1) * dil + uniform(1, 9));
+      pads[static_cast<size_t>(d)] = uniform(0, k - 1);
+      pads[static_cast<size_t>(d + rank)] = uniform(0, k - 1);
+      strides.push_back(last ? 1 : uniform(1, 2));
+      dilations.push_back(dil);
+    }
+    const int threads = static_cast<int>(uniform(1, 3));
+    INFO("case " << i << ": x " << shape_str(x) << " w " << shape_str(w) << ", threads "
+                 << threads);
+    IrDumpingJit dumping;
+    const RegionRun run =
+        run_region(winograd_conv(x, w, window(pads, strides, dilations), false),
+                   {rnd(DType::f32, x, static_cast<uint32_t>(i))}, dumping.jit(), threads);
+    test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-5);
+    const std::vector<std::string> modules = dumping.emitted();
+    REQUIRE(modules.size() == 1);
+    CHECK(test::contains(modules[0], "@sgraph_conv_winograd_f32"));
+  }
+}
+
+TEST_CASE("JIT Conv: Winograd F(2,3) leaves infinities and NaN where the plain sum puts them") {
+  // Winograd sums a tile's transformed columns: an infinite input would make NaN from inf - inf
+  // where the plain sum gives inf. The helper recomputes such an image the plain way. (No Relu:
+  // it would make NaN 0.)
+  const ForcedWinograd forced;
+  const Shape x = {2, 4, 5, 10}, w = {6, 4, 3, 3};
+  const Graph g = winograd_conv(x, w, window({1, 1, 1, 1}), false, /*relu=*/false);
+  for (const float bad : {std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), std::nanf("")}) {
+    for (int threads : {1, 2}) {
+      INFO("bad " << bad << ", threads " << threads);
+      Tensor in = rnd(DType::f32, x, 3);
+      in.data<float>()[1 * 200 + 2 * 50 + 3 * 10 + 4] = bad;  // image 1 only
+      const RegionRun run = run_region(g, {in}, shared_jit(), threads);
+      int64_t non_finite = 0;
+      for (int64_t j = 0; j < run.want[0].numel(); ++j)
+        non_finite += !std::isfinite(run.want[0].at_double(j));
+      CHECK(non_finite > 0);
+      test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("JIT Conv: Winograd F(2,3) in a dynamic region, the width a symbol") {
+  // Odd and even widths through one kernel, each call's pairs and scratch from the symbol.
+  const ForcedWinograd forced;
+  const Shape w = {16, 8, 3, 3};
+  const Graph g = winograd_conv({1, 8, 6, 7}, w, window({1, 1, 1, 1}, {2, 1}), true);
+  const auto feed = [&](int64_t width) {
+    return std::vector<Tensor>{rnd(DType::f32, {1, 8, 6, width}, static_cast<uint32_t>(width))};
+  };
+  IrDumpingJit dumping;
+  Dynamic d(g, {feed(7), feed(12)}, false, dumping.jit());
+  REQUIRE(compiled(d.c));
+  CHECK(test::contains(dumping.emitted().at(0), "@sgraph_conv_winograd_f32"));
+  for (int64_t width : {1, 2, 3, 8, 13, 40}) {
+    CAPTURE(width);
+    CHECK(d.run_and_check(feed(width), 1, 1e-4, 1e-5));
+    CHECK(d.run_and_check(feed(width), 2, 1e-4, 1e-5));
+  }
+}
+
+TEST_CASE("JIT Conv: Winograd F(2,3) only where it pays, unless forced") {
+  // The recognizer's third stem conv (3x3, strides 2 x 1, 64 -> 192 channels) takes it; a stem
+  // from 3 channels and a conv strided along its width do not.
+  struct Way {
+    Shape x, w;
+    Ints strides;
+    bool winograd;
+  };
+  const Way ways[] = {{{1, 64, 12, 40}, {192, 64, 3, 3}, {2, 1}, true},
+                      {{1, 3, 48, 160}, {32, 3, 3, 3}, {2, 2}, false},
+                      {{1, 64, 12, 40}, {192, 64, 3, 3}, {1, 2}, false},
+                      {{1, 3, 16, 40}, {32, 3, 3, 3}, {1, 1}, false}};
+  for (const Way& way : ways) {
+    INFO("x " << shape_str(way.x) << " w " << shape_str(way.w));
+    IrDumpingJit dumping;
+    const RegionRun run =
+        run_region(winograd_conv(way.x, way.w, window({1, 1, 1, 1}, way.strides), false),
+                   {rnd(DType::f32, way.x, 9)}, dumping.jit());
+    test::check_tensors_close(run.got[0], run.want[0], 1e-4, 1e-5);
+    CHECK(test::contains(dumping.emitted().at(0), "@sgraph_conv_winograd_f32") == way.winograd);
+  }
 }

@@ -494,20 +494,25 @@ class GraphGen {
     };
     Ints kernel, strides, dilations, pads(2 * (rank - 2));
     Shape t = {s[0], c};
+    // One conv in three is of the kind Winograd's F(2,3) takes (ops/winograd.h): one group, the
+    // last dim 3 wide with unit stride and dilation.
+    const bool f23 = kind == 2 && rank <= 4 && chance(0.33);
     for (int d = 0; d < rank - 2; ++d) {
       const int64_t n = s[2 + d];
-      int64_t k = uniform(1, 3), dil = uniform(1, 2), b = uniform(0, 2), e = uniform(0, 2);
+      const bool last = f23 && d == rank - 3;
+      int64_t k = last ? 3 : uniform(1, 3), dil = last ? 1 : uniform(1, 2), b = uniform(0, 2),
+              e = uniform(0, 2);
       b = std::min(b, k - 1);
       e = std::min(e, k - 1);
       if ((k - 1) * dil + 1 > n + b + e) k = dil = 1, b = e = 0;
-      const int64_t st = uniform(1, 2);
+      const int64_t st = last ? 1 : uniform(1, 2);
       kernel.push_back(k), strides.push_back(st), dilations.push_back(dil);
       pads[d] = b, pads[d + rank - 2] = e;
       t.push_back((n + b + e - (k - 1) * dil - 1) / st + 1);
     }
     Attributes a = {{"strides", strides}, {"dilations", dilations}, {"pads", pads}};
     if (kind == 2) {  // Conv: weights [M, C / group, kernel...], M a multiple of group
-      const int64_t group = chance(0.5) ? 1 : c;
+      const int64_t group = f23 || chance(0.5) ? 1 : c;
       t[1] = group * uniform(1, 3);
       if (numel(t) > kMaxNumel) t[1] = group;
       Shape ws = {t[1], c / group};
