@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "ops/winograd.h"
 #include "roofline.h"
 #include "sgraph/sgraph.h"
 
@@ -89,6 +90,19 @@ Graph gemm_bias_gelu(int64_t M, int64_t K, int64_t N) {
   return b.build();
 }
 
+// Conv (3x3, pads 1) + bias + Relu: the kinds Winograd's F(2,3) along the width takes.
+Graph conv3(int64_t c, int64_t m, int64_t h, int64_t w, int64_t stride_h) {
+  GraphBuilder b("conv3");
+  ValueId x = b.input("x", DType::f32, {1, c, h, w});
+  Attributes a{{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{stride_h, 1}}};
+  ValueId y =
+      b.node(OpKind::Conv,
+             {x, b.constant("w", random({m, c, 3, 3}, 2)), b.constant("b", random({m}, 3))}, a)
+          .front();
+  b.output(b.relu(y), "y");
+  return b.build();
+}
+
 // Runs `make`'s graph fused (with range(1) threads) or interpreted (range(0) == 0), and reports
 // the rate: bytes moved (at least the input and output) as GB/s and as a fraction of the copy
 // bandwidth on as many threads, or FLOPs as GFLOP/s and as a fraction of the peak SGEMM times the
@@ -126,6 +140,26 @@ void fused_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"fused", "threads"})->Args({0, 1})->Args({1, 1})->Args({1, 2});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
+
+// Fused with Winograd F(2,3) (range(2) == 1) or with the plain im2col + GEMM, or interpreted;
+// the rate counts the plain conv's multiply-adds.
+void BM_Fusion_Conv3(benchmark::State& st, int64_t c, int64_t m, int64_t h, int64_t w,
+                     int64_t stride_h) {
+  sgraph::ops::set_winograd_for_testing(st.range(2) != 0 ? 1 : -1);
+  const int64_t oh = (h - 1) / stride_h + 1;
+  run_case(
+      st, [&] { return conv3(c, m, h, w, stride_h); }, {1, c, h, w}, 0, 2.0 * m * c * 9 * oh * w);
+  sgraph::ops::set_winograd_for_testing(0);
+}
+void conv_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"fused", "threads", "winograd"})->Args({0, 1, 0})->Args({1, 1, 0})->Args({1, 1, 1});
+  b->Args({1, 2, 0})->Args({1, 2, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+// The recognizer's third stem conv at width 160 and 480; a ResNet's first stage; a later one.
+BENCHMARK_CAPTURE(BM_Fusion_Conv3, recognizer_64x12x40_s21, 64, 192, 12, 40, 2)->Apply(conv_args);
+BENCHMARK_CAPTURE(BM_Fusion_Conv3, recognizer_64x12x120_s21, 64, 192, 12, 120, 2)->Apply(conv_args);
+BENCHMARK_CAPTURE(BM_Fusion_Conv3, resnet_64x56x56, 64, 64, 56, 56, 1)->Apply(conv_args);
+BENCHMARK_CAPTURE(BM_Fusion_Conv3, resnet_256x14x14, 256, 256, 14, 14, 1)->Apply(conv_args);
 
 void BM_Fusion_Chain(benchmark::State& st, int k) {
   run_case(

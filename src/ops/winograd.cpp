@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace sgraph::ops {
 
 namespace {
-std::atomic<bool> forced{false};
+std::atomic<int> mode_{0};  // set_winograd_for_testing
 }  // namespace
 
 WinogradWeights::WinogradWeights(const float* w, int64_t M, int64_t C, int64_t KH)
@@ -111,10 +113,17 @@ void winograd_plain_image(const WinogradShape& s, const float* src, const float*
 }
 
 bool winograd_pays(int64_t M, int64_t K, int64_t OW) {
-  if (forced.load(std::memory_order_relaxed)) return true;
-  return M >= 16 && K >= 32 && OW >= 8;
+  // SGRAPH_WINOGRAD=0 turns it off (to compare numerics or speed with the plain GEMM).
+  static const bool off = [] {
+    const char* e = std::getenv("SGRAPH_WINOGRAD");
+    return e != nullptr && std::string(e) == "0";
+  }();
+  const int mode = mode_.load(std::memory_order_relaxed);
+  if (mode != 0) return mode > 0;
+  return !off && M >= 16 && K >= 32 && OW >= 8;
 }
 
-void force_winograd_for_testing(bool on) { forced.store(on); }
+void set_winograd_for_testing(int mode) { mode_.store(mode); }
+void force_winograd_for_testing(bool on) { set_winograd_for_testing(on ? 1 : 0); }
 
 }  // namespace sgraph::ops

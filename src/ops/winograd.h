@@ -74,9 +74,11 @@ void winograd_plain_image(const WinogradShape& s, const float* src, const float*
 
 // Whether the JIT computes a conv of these static sizes with F(2,3): enough output channels,
 // dot products and output columns that the saved multiply-adds repay the transforms (see
-// bench/README.md, "Winograd"). Tests and the fuzzers lower the bar to every conv that fits
-// (force_winograd_for_testing).
+// bench/README.md, "Winograd F(2,3)"); never with SGRAPH_WINOGRAD=0 in the environment. Tests
+// and the fuzzers lower the bar to every conv that fits (force_winograd_for_testing), benchmarks
+// compare with and without (set_winograd_for_testing: 1 always, -1 never, 0 where it pays).
 bool winograd_pays(int64_t M, int64_t K, int64_t OW);
 void force_winograd_for_testing(bool on);
+void set_winograd_for_testing(int mode);
 
 }  // namespace sgraph::ops

@@ -173,4 +173,8 @@ TEST_CASE("Winograd F(2,3): used where it pays, everywhere when forced") {
   CHECK(winograd_pays(2, 3, 1));
   force_winograd_for_testing(false);
   CHECK_FALSE(winograd_pays(2, 3, 1));
+  set_winograd_for_testing(-1);
+  CHECK_FALSE(winograd_pays(192, 192, 40));
+  set_winograd_for_testing(0);
+  CHECK(winograd_pays(192, 192, 40));
 }
