@@ -181,6 +181,7 @@ class Session {
   // The graph this Session runs: the one it was given, with its nodes over constants folded
   // (SessionOptions::fold_constants; node and value names are kept, the folded nodes are gone).
   const Graph& graph() const;
+  // The options it was made with (set_op_times does not change them: see op_times()).
   const SessionOptions& options() const;
   // Per-op wall times of the most recent run that returned and collected them (empty before
   // one), in execution order: each op the interpreter ran (a compiled region's ops are not listed),
@@ -188,6 +189,7 @@ class Session {
   std::vector<OpTime> last_op_times() const;
   // Whether calls begun from now on collect their op times (SessionOptions::op_times).
   void set_op_times(bool on);
+  bool op_times() const;  // the current setting
   // True once the warm-up runs are done and regions are planned (per_signature: once a signature
   // has been compiled).
   bool planned() const;

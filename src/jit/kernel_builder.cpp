@@ -968,13 +968,13 @@ void KernelBuilder::call_winograd(const ops::WinogradCall& call) {
   llvm::Type* ptr = b_.getPtrTy();
   llvm::FunctionCallee fn =
       m_.getOrInsertFunction("sgraph_conv_winograd_f32", b_.getVoidTy(), ptr, ptr, i64t, i64t, i64t,
-                             ptr, i64t, i64t, i64t, i64t, i64t, i64t, i64t, ptr, ptr, ptr);
+                             ptr, i64t, i64t, i64t, i64t, i64t, i64t, i64t, i64t, ptr, ptr, ptr);
   for (Value* p : {call.weights, call.src, call.v, call.y, call.out})  // (see call_gemm)
     for (size_t slot = 0; slot < kernel_ptrs_.size(); ++slot)
       if (kernel_ptrs_[slot] == p) used(static_cast<int>(slot));
   b_.CreateCall(fn, {kernel_->getArg(2), call.weights, i64(call.M), i64(call.C), i64(call.KH),
                      call.src, call.N, call.Hs, call.Ws, i64(call.sh), i64(call.dh), call.OH,
-                     call.OW, call.v, call.y, call.out});
+                     call.OW, i64(call.rows ? 1 : 0), call.v, call.y, call.out});
 }
 
 }  // namespace sgraph::jit

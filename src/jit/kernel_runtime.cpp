@@ -119,7 +119,7 @@ void gemm_const_a(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K, con
 
 void conv_winograd(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH, const float* src,
                    int64_t N, int64_t Hs, int64_t Ws, int64_t sh, int64_t dh, int64_t OH,
-                   int64_t OW, float* v, float* y, float* out);
+                   int64_t OW, bool rows, float* v, float* y, float* out);
 
 // A plan's packed constant B operands, by address and geometry.
 struct PackedCache {
@@ -135,15 +135,15 @@ struct PackedCache {
   }
 
   // A constant conv weight's F(2,3) transform, by address and geometry.
-  std::map<std::tuple<const float*, int64_t, int64_t, int64_t>,
+  std::map<std::tuple<const float*, int64_t, int64_t, int64_t, bool>,
            std::unique_ptr<sgraph::ops::WinogradWeights>>
       winograd;
 
-  const sgraph::ops::WinogradWeights& get_winograd(const float* w, int64_t M, int64_t C,
-                                                   int64_t KH) {
+  const sgraph::ops::WinogradWeights& get_winograd(const float* w, int64_t M, int64_t C, int64_t KH,
+                                                   bool rows) {
     std::lock_guard<std::mutex> lock(mutex);
-    auto& u = winograd[{w, M, C, KH}];
-    if (!u) u = std::make_unique<sgraph::ops::WinogradWeights>(w, M, C, KH);
+    auto& u = winograd[{w, M, C, KH, rows}];
+    if (!u) u = std::make_unique<sgraph::ops::WinogradWeights>(w, M, C, KH, rows);
     return *u;
   }
 
@@ -180,9 +180,10 @@ void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int
 }
 void sgraph_conv_winograd_f32(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH,
                               const float* src, int64_t N, int64_t Hs, int64_t Ws, int64_t sh,
-                              int64_t dh, int64_t OH, int64_t OW, float* v, float* y, float* out) {
+                              int64_t dh, int64_t OH, int64_t OW, int64_t rows, float* v, float* y,
+                              float* out) {
   helper_boundary("Winograd conv", [&] {
-    conv_winograd(ctx, w, M, C, KH, src, N, Hs, Ws, sh, dh, OH, OW, v, y, out);
+    conv_winograd(ctx, w, M, C, KH, src, N, Hs, Ws, sh, dh, OH, OW, rows != 0, v, y, out);
   });
 }
 void sgraph_gemm_const_a_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -290,7 +291,8 @@ struct WinogradJob {
       const int64_t part = item % parts, np = item / parts, cols = (s->P() + parts - 1) / parts;
       const int64_t n0 = std::min(s->P(), part * cols), n1 = std::min(s->P(), n0 + cols);
       if (n0 < n1)
-        sgraph::ops::winograd_product(*s, *u, v, y, np / 4, static_cast<int>(np % 4), n0, n1);
+        sgraph::ops::winograd_product(*s, *u, v, y, np / s->points(),
+                                      static_cast<int>(np % s->points()), n0, n1);
     } else {
       const int64_t per = (s->M + chunk - 1) / chunk, n = item / per, m0 = item % per * chunk;
       if (!sgraph::ops::winograd_output(*s, y, out, n, m0, std::min(s->M, m0 + chunk)))
@@ -301,17 +303,26 @@ struct WinogradJob {
 
 void conv_winograd(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH, const float* src,
                    int64_t N, int64_t Hs, int64_t Ws, int64_t sh, int64_t dh, int64_t OH,
-                   int64_t OW, float* v, float* y, float* out) {
-  const sgraph::ops::WinogradShape s{
-      .N = N, .C = C, .Hs = Hs, .Ws = Ws, .M = M, .KH = KH, .sh = sh, .dh = dh, .OH = OH, .OW = OW};
+                   int64_t OW, bool rows, float* v, float* y, float* out) {
+  const sgraph::ops::WinogradShape s{.N = N,
+                                     .C = C,
+                                     .Hs = Hs,
+                                     .Ws = Ws,
+                                     .M = M,
+                                     .KH = KH,
+                                     .sh = sh,
+                                     .dh = dh,
+                                     .OH = OH,
+                                     .OW = OW,
+                                     .rows = rows};
   if (N == 0 || M == 0 || OH == 0 || OW == 0) return;
   std::unique_ptr<sgraph::ops::WinogradWeights> own;  // without a ctx (no plan): this call's
   const sgraph::ops::WinogradWeights* u = nullptr;
   const int threads = ctx ? static_cast<sgraph::KernelContext*>(ctx)->threads : 1;
   if (ctx) {
-    u = &PackedCache::of(*static_cast<sgraph::KernelContext*>(ctx)).get_winograd(w, M, C, KH);
+    u = &PackedCache::of(*static_cast<sgraph::KernelContext*>(ctx)).get_winograd(w, M, C, KH, rows);
   } else {
-    own = std::make_unique<sgraph::ops::WinogradWeights>(w, M, C, KH);
+    own = std::make_unique<sgraph::ops::WinogradWeights>(w, M, C, KH, rows);
     u = own.get();
   }
   std::unique_ptr<std::atomic<bool>[]> not_finite(new std::atomic<bool>[N]);
@@ -321,7 +332,8 @@ void conv_winograd(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH, 
     const int64_t in_chunk = std::max<int64_t>(1, C * N / (4 * threads));
     const int64_t out_chunk = std::max<int64_t>(16, M * N / (4 * threads));
     int64_t parts = 1;
-    if (threads > 4 * N) parts = std::min<int64_t>(threads / (4 * N), (s.P() + 63) / 64);
+    const int64_t points = s.points();
+    if (threads > points * N) parts = std::min<int64_t>(threads / (points * N), (s.P() + 63) / 64);
     WinogradJob job{WinogradJob::input, &s, u, src, v, y, out, in_chunk, parts, not_finite.get()};
     const auto run = [&](WinogradJob::Phase phase, int64_t items) {
       job.phase = phase;
@@ -329,7 +341,7 @@ void conv_winograd(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH, 
                           items);
     };
     run(WinogradJob::input, N * ((C + in_chunk - 1) / in_chunk));
-    run(WinogradJob::product, N * 4 * parts);
+    run(WinogradJob::product, N * points * parts);
     job.chunk = out_chunk;
     run(WinogradJob::output, N * ((M + out_chunk - 1) / out_chunk));
   }

@@ -18,12 +18,13 @@
 // multiplies by the packed copies (C_i^T = op(B_i)^T * op(A_i)^T, transposed into C_i), else it
 // is sgraph_gemm_f32, as it is without a ctx (force_const_a_packing_for_testing: packed at any N).
 //
-//   sgraph_conv_winograd_f32(ctx, w, M, C, KH, src, N, Hs, Ws, sh, dh, OH, OW, v, y, out)
-// computes a float conv of weights w [M, C, KH, 3] (a constant of the graph, transformed and packed
-// once per plan) over the padded source src [N, C, Hs, Ws] (row stride sh and dilation dh, unit
-// along the columns) into out [N, M, OH, OW] with Winograd's F(2,3) (ops/winograd.h), using v and
-// y as scratch (N * 2 * OH * (OW + 1) * C * KH and N * 2 * OH * (OW + 1) * M floats). An image
-// whose outputs are not all finite is recomputed the plain way.
+//   sgraph_conv_winograd_f32(ctx, w, M, C, KH, src, N, Hs, Ws, sh, dh, OH, OW, rows, v, y, out)
+// computes a float conv of weights w [M, C, KH, 3] (a constant of the graph, transformed once per
+// plan) over the padded source src [N, C, Hs, Ws] (row stride sh and dilation dh, unit along the
+// columns) into out [N, M, OH, OW] with Winograd's F(2,3), or with rows != 0 (KH 3, sh and dh 1)
+// F(2x2,3x3) (ops/winograd.h), using v and y as scratch (N * 2 * OH * (OW + 1) * C * KH and
+// N * 2 * OH * (OW + 1) * M floats; with rows N * 4 * (OH + 1) * (OW + 1) * C and .. * M). An
+// image whose outputs are not all finite is recomputed the plain way.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,8 @@ void sgraph_gemm_const_b_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int
                              const int64_t* b_off, int64_t trans_b, float* c, double alpha);
 void sgraph_conv_winograd_f32(void* ctx, const float* w, int64_t M, int64_t C, int64_t KH,
                               const float* src, int64_t N, int64_t Hs, int64_t Ws, int64_t sh,
-                              int64_t dh, int64_t OH, int64_t OW, float* v, float* y, float* out);
+                              int64_t dh, int64_t OH, int64_t OW, int64_t rows, float* v, float* y,
+                              float* out);
 void sgraph_gemm_const_a_f32(void* ctx, int64_t batch, int64_t M, int64_t N, int64_t K,
                              const float* a, const int64_t* a_off, int64_t trans_a, const float* b,
                              const int64_t* b_off, int64_t trans_b, float* c, double alpha);

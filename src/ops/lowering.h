@@ -70,6 +70,7 @@ struct WinogradCall {
   llvm::Value *weights = nullptr, *src = nullptr, *v = nullptr, *y = nullptr, *out = nullptr;
   int64_t M = 0, C = 0, KH = 1, sh = 1, dh = 1;
   llvm::Value *N = nullptr, *Hs = nullptr, *Ws = nullptr, *OH = nullptr, *OW = nullptr;
+  bool rows = false;  // F(2x2,3x3): KH 3, sh and dh 1
 };
 
 class Emitter {

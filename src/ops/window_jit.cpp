@@ -83,8 +83,9 @@ struct WindowPlan {  // Conv, MaxPool, AveragePool
   LocalBuffer weights;    // GEMM: the weights, when computed in the region
   LocalBuffer col;        // GEMM: the im2col matrix; undefined: the source itself (1x1 kernel)
   LocalBuffer product;    // GEMM: [N, M, out...]
-  // GEMM by Winograd's F(2,3) along the last spatial dim (winograd_fits): its scratch, no col.
-  bool winograd = false;
+  // GEMM by Winograd's F(2,3) along the last spatial dim (winograd_fits): its scratch, no col;
+  // `wino_rows`: F(2x2,3x3), along the rows too.
+  bool winograd = false, wino_rows = false;
   LocalBuffer wino_v, wino_y;
   // GEMM items (image, group) whose offsets depend on symbols: filled per call.
   LocalBuffer a_offsets, b_offsets;
@@ -258,13 +259,19 @@ void allocate_window(Emitter& e, const Node& n) {
   }
   p.winograd = conv && winograd_fits(e, n, p, *ws);
   if (p.winograd) {
-    // [N, 4, OH, ceil(OW / 2), K] and [.., M] fit in [N, 2, OH, OW + 1, K] and [.., M].
-    const SymDim oh = w.rank() == 2 ? p.out[0] : SymDim::constant(1);
-    const int64_t K = (*ws)[1] * (w.rank() == 2 ? w.kernel[0] : 1);
-    p.wino_v = e.local_buffer(
-        t, SymShape{xs[0], SymDim::constant(2), oh, p.out.back().plus(1), SymDim::constant(K)});
-    p.wino_y = e.local_buffer(t, SymShape{xs[0], SymDim::constant(2), oh, p.out.back().plus(1),
-                                          SymDim::constant((*ws)[0])});
+    const bool two = w.rank() == 2;
+    p.wino_rows = two && w.kernel[0] == 3 && w.strides[0] == 1 && w.dilations[0] == 1;
+    // [N, 4, OH, ceil(OW / 2), K] and [.., M] fit in [N, 2, OH, OW + 1, K] and [.., M]; with rows
+    // [N, 16, ceil(OH / 2), ceil(OW / 2), C] in [N, 4, OH + 1, OW + 1, C].
+    const SymDim oh = two ? p.out[0] : SymDim::constant(1);
+    SymShape vs = p.wino_rows
+                      ? SymShape{xs[0], SymDim::constant(4), oh.plus(1), p.out.back().plus(1)}
+                      : SymShape{xs[0], SymDim::constant(2), oh, p.out.back().plus(1)};
+    SymShape ys = vs;
+    vs.push_back(SymDim::constant(p.wino_rows ? (*ws)[1] : (*ws)[1] * (two ? w.kernel[0] : 1)));
+    ys.push_back(SymDim::constant((*ws)[0]));
+    p.wino_v = e.local_buffer(t, vs);
+    p.wino_y = e.local_buffer(t, ys);
     p.product = e.local_buffer(t, out);
   } else if (p.gemm) {
     if (e.producer(n.inputs[1]) != nullptr) p.weights = e.local_buffer(t, numel(*ws));
@@ -363,7 +370,8 @@ void materialise_window(Emitter& e, const Node& n) {
                      .Hs = two ? e.dim(ss[2]) : e.i64(1),
                      .Ws = e.dim(ss.back()),
                      .OH = two ? e.dim(p.out[0]) : e.i64(1),
-                     .OW = e.dim(p.out.back())});
+                     .OW = e.dim(p.out.back()),
+                     .rows = p.wino_rows});
     return;
   }
   if (p.weights.defined())

@@ -17,6 +17,11 @@
 // finite is recomputed the plain way (im2col + GEMM), so that inf and NaN come out as there
 // (Winograd's sums of infinities of both signs would make NaN where the plain sum is inf).
 //
+// A 3x3 kernel of unit strides and dilations takes F(2x2,3x3) instead (`rows`): the same
+// transforms along the rows too (V = B^T d B over 4x4 input patches, U = G g G^T, out = A^T Y A),
+// 16 GEMMs over K = C and P = ceil(OH / 2) * ceil(OW / 2) positions: 4/9 of the plain
+// multiply-adds. Being F(2,3) along each dim, each output still mixes only its own window.
+//
 // The input is a source [N, C, Hs, Ws], padded already: output (oh, ow) of tap (kh, kw) reads row
 // oh * sh + kh * dh, column ow + kw. The output is [N, M, OH, OW]. The phases below work on
 // independent items, so that a caller may run them on several threads.
@@ -35,16 +40,19 @@ struct WinogradShape {
   int64_t M = 0, KH = 0;                 // the weights [M, C, KH, 3]
   int64_t sh = 1, dh = 1;                // row stride and dilation
   int64_t OH = 0, OW = 0;                // the output [N, M, OH, OW]
+  bool rows = false;                     // F(2x2,3x3): KH 3, sh and dh 1
 
-  int64_t K() const { return C * KH; }
+  int64_t K() const { return rows ? C : C * KH; }
   int64_t pairs() const { return (OW + 1) / 2; }
-  int64_t P() const { return OH * pairs(); }
+  int64_t row_steps() const { return rows ? (OH + 1) / 2 : OH; }  // pairs of rows, or rows
+  int64_t P() const { return row_steps() * pairs(); }
+  int points() const { return rows ? 16 : 4; }
 };
 
 // The weights [M, C, KH, 3] transformed and packed, once per constant.
 class WinogradWeights {
  public:
-  WinogradWeights(const float* w, int64_t M, int64_t C, int64_t KH);
+  WinogradWeights(const float* w, int64_t M, int64_t C, int64_t KH, bool rows);
   const float* point(int p) const { return u_.data() + p * mk_; }  // U_p [M, K]
   // Whether every transformed weight is finite (weights near the float range's end may overflow
   // g0 + g1 + g2): when not, the conv is computed the plain way.
@@ -56,19 +64,21 @@ class WinogradWeights {
   bool finite_ = true;
 };
 
-// The input transform of image n, input channels [c0, c1): v is [N, 4, K, P] (at most
-// N * 2 * OH * (OW + 1) * K floats, the bound a caller sizing it from symbols can state).
+// The input transform of image n, input channels [c0, c1): v is [N, points, K, P] (at most
+// N * 2 * OH * (OW + 1) * K floats, with rows N * 4 * (OH + 1) * (OW + 1) * C: the bounds a
+// caller sizing it from symbols can state).
 void winograd_input(const WinogradShape& s, const float* src, float* v, int64_t n, int64_t c0,
                     int64_t c1);
-// Y_p of image n, its columns [n0, n1) (positions): y is [N, 4, M, P].
+// Y_p of image n, its columns [n0, n1) (positions): y is [N, points, M, P] (bounded as v, with M
+// for K).
 void winograd_product(const WinogradShape& s, const WinogradWeights& u, const float* v, float* y,
                       int64_t n, int p, int64_t n0, int64_t n1);
 // The output transform of image n, output channels [m0, m1); whether every output written is
 // finite.
 bool winograd_output(const WinogradShape& s, const float* y, float* out, int64_t n, int64_t m0,
                      int64_t m1);
-// Image n computed the plain way: im2col into `col` (K * 3 * OH * OW floats), then one GEMM with
-// the weights w [M, C, KH, 3].
+// Image n computed the plain way: im2col into `col` (C * KH * 3 * OH * OW floats), then one GEMM
+// with the weights w [M, C, KH, 3].
 void winograd_plain_image(const WinogradShape& s, const float* src, const float* w, float* col,
                           float* out, int64_t n);
 

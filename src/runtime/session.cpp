@@ -1471,6 +1471,7 @@ void Session::warm_up(const std::vector<std::vector<Tensor>>& data_sets) {
   impl_->warm_up(data_sets);
 }
 void Session::set_op_times(bool on) { impl_->op_times.store(on, std::memory_order_relaxed); }
+bool Session::op_times() const { return impl_->op_times.load(std::memory_order_relaxed); }
 std::vector<OpTime> Session::last_op_times() const {
   std::lock_guard<std::mutex> lock(impl_->times_mu);
   return impl_->times;

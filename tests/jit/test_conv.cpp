@@ -529,7 +529,8 @@ Graph winograd_conv(const Shape& x, const Shape& w, const Attributes& a, bool sy
 }  // namespace
 
 TEST_CASE("JIT Conv: Winograd F(2,3) along the last dim, random convs vs the interpreter") {
-  // Forced onto small convs (through the GEMM: 6 or more input channels): odd and even widths,
+  // Forced onto small convs (through the GEMM: 6 or more input channels), 3x3 ones at unit
+  // strides by F(2x2,3x3): odd and even widths and heights,
   // pads, row strides and dilations, 1-3 row taps, 1-D and 2-D, on 1-3 threads; each kernel must
   // call the Winograd helper.
   const ForcedWinograd forced;
@@ -541,8 +542,9 @@ TEST_CASE("JIT Conv: Winograd F(2,3) along the last dim, random convs vs the int
     const int64_t rank = uniform(1, 2), c = uniform(6, 12), m = uniform(2, 24);
     Shape x = {uniform(1, 3), c}, w = {m, c};
     Ints pads(static_cast<size_t>(2 * rank)), strides, dilations;
+    const bool rows = rank == 2 && uniform(0, 1) == 1;  // 3x3 at unit strides: F(2x2,3x3)
     for (int64_t d = 0; d < rank; ++d) {
-      const bool last = d == rank - 1;
+      const bool last = d == rank - 1 || rows;
       const int64_t k = last ? 3 : uniform(1, 3), dil = last ? 1 : uniform(1, 2);
       w.push_back(k);
       x.push_back((k - 1) * dil + uniform(1, 9));
@@ -589,21 +591,25 @@ TEST_CASE("JIT Conv: Winograd F(2,3) leaves infinities and NaN where the plain s
 }
 
 TEST_CASE("JIT Conv: Winograd F(2,3) in a dynamic region, the width a symbol") {
-  // Odd and even widths through one kernel, each call's pairs and scratch from the symbol.
+  // Odd and even widths through one kernel, each call's pairs and scratch from the symbol; strides
+  // 2x1 (F(2,3)) and 1x1 (F(2x2,3x3), an odd height).
   const ForcedWinograd forced;
   const Shape w = {16, 8, 3, 3};
-  const Graph g = winograd_conv({1, 8, 6, 7}, w, window({1, 1, 1, 1}, {2, 1}), true);
-  const auto feed = [&](int64_t width) {
-    return std::vector<Tensor>{rnd(DType::f32, {1, 8, 6, width}, static_cast<uint32_t>(width))};
-  };
-  IrDumpingJit dumping;
-  Dynamic d(g, {feed(7), feed(12)}, false, dumping.jit());
-  REQUIRE(compiled(d.c));
-  CHECK(test::contains(dumping.emitted().at(0), "@sgraph_conv_winograd_f32"));
-  for (int64_t width : {1, 2, 3, 8, 13, 40}) {
-    CAPTURE(width);
-    CHECK(d.run_and_check(feed(width), 1, 1e-4, 1e-5));
-    CHECK(d.run_and_check(feed(width), 2, 1e-4, 1e-5));
+  for (const int64_t stride_h : {2, 1}) {
+    CAPTURE(stride_h);
+    const Graph g = winograd_conv({1, 8, 5, 7}, w, window({1, 1, 1, 1}, {stride_h, 1}), true);
+    const auto feed = [&](int64_t width) {
+      return std::vector<Tensor>{rnd(DType::f32, {1, 8, 5, width}, static_cast<uint32_t>(width))};
+    };
+    IrDumpingJit dumping;
+    Dynamic d(g, {feed(7), feed(12)}, false, dumping.jit());
+    REQUIRE(compiled(d.c));
+    CHECK(test::contains(dumping.emitted().at(0), "@sgraph_conv_winograd_f32"));
+    for (int64_t width : {1, 2, 3, 8, 13, 40}) {
+      CAPTURE(width);
+      CHECK(d.run_and_check(feed(width), 1, 1e-4, 1e-5));
+      CHECK(d.run_and_check(feed(width), 2, 1e-4, 1e-5));
+    }
   }
 }
 

@@ -17,18 +17,19 @@ struct Conv {
 };
 
 Conv make(std::mt19937& rng, int64_t N, int64_t C, int64_t M, int64_t KH, int64_t sh, int64_t dh,
-          int64_t OH, int64_t OW, int64_t extra_cols) {
+          int64_t OH, int64_t OW, int64_t extra_cols, bool rows = false) {
   Conv c;
   c.s = {.N = N,
          .C = C,
-         .Hs = (OH - 1) * sh + (KH - 1) * dh + 1,
+         .Hs = (OH - 1) * sh + (KH - 1) * dh + 1 + (rows ? extra_cols : 0),
          .Ws = OW + 2 + extra_cols,
          .M = M,
          .KH = KH,
          .sh = sh,
          .dh = dh,
          .OH = OH,
-         .OW = OW};
+         .OW = OW,
+         .rows = rows};
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   c.src.resize(static_cast<size_t>(N * C * c.s.Hs * c.s.Ws));
   c.w.resize(static_cast<size_t>(M * C * KH * 3));
@@ -66,18 +67,20 @@ void reference(const Conv& c, std::vector<double>* want, std::vector<double>* ma
 // whether its outputs were all finite.
 std::vector<bool> run(const Conv& c, std::vector<float>* out, int64_t chunk = 3) {
   const WinogradShape& s = c.s;
-  const WinogradWeights u(c.w.data(), s.M, s.C, s.KH);
+  const WinogradWeights u(c.w.data(), s.M, s.C, s.KH, s.rows);
   REQUIRE(u.finite());
-  // The scratch as the JIT sizes it: [N, 2, OH, OW + 1, K] and [.., M].
-  const int64_t bound = s.N * 2 * s.OH * (s.OW + 1);
-  REQUIRE(4 * s.P() <= 2 * s.OH * (s.OW + 1));
+  // The scratch as the JIT sizes it: [N, 2, OH, OW + 1, K] and [.., M]; with rows
+  // [N, 4, OH + 1, OW + 1, C] and [.., M].
+  const int64_t per_image = s.rows ? 4 * (s.OH + 1) * (s.OW + 1) : 2 * s.OH * (s.OW + 1);
+  const int64_t bound = s.N * per_image;
+  REQUIRE(s.points() * s.P() <= per_image);
   std::vector<float> v(static_cast<size_t>(bound * s.K())), y(static_cast<size_t>(bound * s.M));
   out->assign(static_cast<size_t>(s.N * s.M * s.OH * s.OW), std::nanf(""));
   std::vector<bool> finite;
   for (int64_t n = 0; n < s.N; ++n) {
     for (int64_t c0 = 0; c0 < s.C; c0 += chunk)
       winograd_input(s, c.src.data(), v.data(), n, c0, std::min(s.C, c0 + chunk));
-    for (int p = 0; p < 4; ++p) {
+    for (int p = 0; p < s.points(); ++p) {
       const int64_t half = s.P() / 2;  // in two column ranges
       winograd_product(s, u, v.data(), y.data(), n, p, 0, half);
       winograd_product(s, u, v.data(), y.data(), n, p, half, s.P());
@@ -97,20 +100,24 @@ TEST_CASE("Winograd F(2,3): random convs against a plain double sum") {
   const auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < 100; ++i) {
     // Odd and even widths, row strides and dilations, 1-3 row taps (1: a 1-D conv), a source
-    // wider than the windows reach.
-    const Conv c = make(rng, uniform(1, 3), uniform(1, 20), uniform(1, 40), uniform(1, 3),
-                        uniform(1, 2), uniform(1, 2), uniform(1, 5), uniform(1, 19), uniform(0, 2));
+    // wider than the windows reach; one case in two F(2x2,3x3) (odd and even heights too).
+    const bool rows = i % 2 == 1;
+    const Conv c =
+        rows ? make(rng, uniform(1, 3), uniform(1, 20), uniform(1, 40), 3, 1, 1, uniform(1, 9),
+                    uniform(1, 19), uniform(0, 2), true)
+             : make(rng, uniform(1, 3), uniform(1, 20), uniform(1, 40), uniform(1, 3),
+                    uniform(1, 2), uniform(1, 2), uniform(1, 5), uniform(1, 19), uniform(0, 2));
     INFO("case " << i << ": N " << c.s.N << " C " << c.s.C << " M " << c.s.M << " KH " << c.s.KH
                  << " sh " << c.s.sh << " dh " << c.s.dh << " OH " << c.s.OH << " OW " << c.s.OW
-                 << " Ws " << c.s.Ws);
+                 << " Hs " << c.s.Hs << " Ws " << c.s.Ws << (rows ? " F(2x2,3x3)" : ""));
     std::vector<double> want, mag;
     reference(c, &want, &mag);
     std::vector<float> got;
     const std::vector<bool> finite = run(c, &got);
     for (bool f : finite) CHECK(f);
-    // F(2,3)'s coefficients are 0, +-1 and +-1/2: a few roundings more than a plain dot product.
+    // The coefficients are 0, +-1 and +-1/2: a few roundings more than a plain dot product.
     for (size_t j = 0; j < want.size(); ++j)
       CHECK_MESSAGE(std::abs(got[j] - want[j]) <= 1e-6 * mag[j] + 1e-30,
                     "output " << j << ": got " << got[j] << ", want " << want[j]);
@@ -131,18 +138,36 @@ TEST_CASE("Winograd F(2,3): an output mixes only its own window's columns") {
   CHECK(got[1] == doctest::Approx(0.25 * 2 - 0.5 * 3 + 0.75 * 1e30).epsilon(1e-6));
 }
 
+TEST_CASE("Winograd F(2x2,3x3): an output mixes only its own window's rows and columns") {
+  // One 4x4 patch: huge values in row 3 and column 3, outside output (0, 0)'s window.
+  std::mt19937 rng(7);
+  Conv c = make(rng, 1, 1, 1, 3, 1, 1, 2, 2, 0, true);
+  REQUIRE(c.src.size() == 16);
+  for (size_t j = 0; j < 16; ++j) c.src[j] = j % 4 == 3 || j >= 12 ? 1e30f : float(j % 4 + 1);
+  c.w = {0.25f, -0.5f, 0.75f, 1.0f, 0.5f, -0.25f, -1.0f, 0.125f, 2.0f};
+  std::vector<float> got;
+  CHECK(run(c, &got).front());
+  double want = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) want += double{c.w[static_cast<size_t>(i * 3 + j)]} * (j + 1);
+  CHECK(got[0] == doctest::Approx(want).epsilon(1e-6));
+}
+
 TEST_CASE("Winograd F(2,3): infinities and NaN are reported, the plain way reproduces them") {
   const float inf = std::numeric_limits<float>::infinity();
   std::mt19937 rng(11);
-  for (const float bad : {inf, -inf, std::nanf("")}) {
-    Conv c = make(rng, 2, 4, 5, 3, 1, 1, 3, 6, 0);
+  int round = 0;
+  for (const float bad : {inf, -inf, std::nanf(""), inf, std::nanf("")}) {
+    const bool rows = round++ >= 3;  // the last two: F(2x2,3x3)
+    CAPTURE(rows);
+    Conv c = make(rng, 2, 4, 5, 3, 1, 1, 3, 6, 0, rows);
     // Image 1 holds the bad value; image 0 stays finite.
     c.src[static_cast<size_t>(((1 * c.s.C + 2) * c.s.Hs + 1) * c.s.Ws + 3)] = bad;
     std::vector<float> got;
     const std::vector<bool> finite = run(c, &got);
     CHECK(finite[0]);
     CHECK_FALSE(finite[1]);
-    std::vector<float> col(static_cast<size_t>(c.s.K() * 3 * c.s.OH * c.s.OW));
+    std::vector<float> col(static_cast<size_t>(c.s.C * c.s.KH * 3 * c.s.OH * c.s.OW));
     winograd_plain_image(c.s, c.src.data(), c.w.data(), col.data(), got.data(), 1);
     std::vector<double> want, mag;
     reference(c, &want, &mag);
@@ -160,9 +185,9 @@ TEST_CASE("Winograd F(2,3): infinities and NaN are reported, the plain way repro
 TEST_CASE("Winograd F(2,3): weights whose transform overflows are reported") {
   const float big = std::numeric_limits<float>::max();
   const std::vector<float> w = {big, big, big};
-  CHECK_FALSE(WinogradWeights(w.data(), 1, 1, 1).finite());
+  CHECK_FALSE(WinogradWeights(w.data(), 1, 1, 1, false).finite());
   const std::vector<float> fine = {1.0f, -2.0f, 3.0f};
-  CHECK(WinogradWeights(fine.data(), 1, 1, 1).finite());
+  CHECK(WinogradWeights(fine.data(), 1, 1, 1, false).finite());
 }
 
 TEST_CASE("Winograd F(2,3): used where it pays, everywhere when forced") {

@@ -231,13 +231,17 @@ TEST_CASE("Session: op times are collected only while asked for, branches with t
   };
   s.run(args(random_f32({8}, 1), true));
   CHECK(s.last_op_times().empty());  // off by default
+  CHECK_FALSE(s.op_times());
   s.set_op_times(true);
+  CHECK(s.op_times());
+  CHECK_FALSE(s.options().op_times);  // the options it was made with
   s.run(args(random_f32({8}, 2), true));
   // The branch's Session (made without op times) collects them for its parent's call.
   CHECK(branch_ops() == 4);  // Mul, Neg, Exp, Add
   const size_t listed = s.last_op_times().size();
   CHECK(listed == 4 + 3);  // and the parent's Relu, If, Sqrt
   s.set_op_times(false);
+  CHECK_FALSE(s.op_times());
   s.run(args(random_f32({8}, 3), false));
   CHECK(s.last_op_times().size() == listed);  // still those of the last call that collected
   CHECK(branch_ops() == 4);
