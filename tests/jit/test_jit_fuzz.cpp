@@ -484,8 +484,9 @@ class GraphGen {
     return made(b_.mul(y.id, scale), y.shape, y.bound, false);
   }
 
-  // Conv (kind 2), MaxPool (3) or AveragePool (4) on x of rank >= 3.
-  Val window_op(const Val& x, int kind) {
+  // Conv (kind 2), MaxPool (3) or AveragePool (4) on x of rank >= 3. `f23`: a conv of the kind
+  // Winograd's F(2,3) takes (below).
+  Val window_op(const Val& x, int kind, bool f23_forced = false) {
     const Shape& s = x.shape;
     const int rank = static_cast<int>(s.size());
     const int64_t c = s[1];
@@ -495,8 +496,21 @@ class GraphGen {
     Ints kernel, strides, dilations, pads(2 * (rank - 2));
     Shape t = {s[0], c};
     // One conv in three is of the kind Winograd's F(2,3) takes (ops/winograd.h): one group, the
-    // last dim 3 wide with unit stride and dilation.
-    const bool f23 = kind == 2 && rank <= 4 && chance(0.33);
+    // last dim 3 wide with unit stride and dilation, through the GEMM (6 or more input channels:
+    // a 1x1 conv widens x first when it has fewer).
+    const bool f23 = f23_forced || (kind == 2 && rank <= 4 && chance(0.33));
+    if (f23 && !f23_forced && c < 6) {
+      Shape wide = s;
+      wide[1] = uniform(6, 8);
+      if (numel(wide) <= kMaxNumel) {
+        Shape ws = {wide[1], c};
+        ws.resize(s.size(), 1);
+        const ValueId y =
+            b_.node(OpKind::Conv, {x.id, constant(ws, -0.5f, 0.5f)}, Attributes{}).front();
+        return window_op(made(y, wide, x.bound * static_cast<double>(c) * 0.5 + 0.5, false), 2,
+                         true);
+      }
+    }
     for (int d = 0; d < rank - 2; ++d) {
       const int64_t n = s[2 + d];
       const bool last = f23 && d == rank - 3;
@@ -513,7 +527,7 @@ class GraphGen {
     Attributes a = {{"strides", strides}, {"dilations", dilations}, {"pads", pads}};
     if (kind == 2) {  // Conv: weights [M, C / group, kernel...], M a multiple of group
       const int64_t group = f23 || chance(0.5) ? 1 : c;
-      t[1] = group * uniform(1, 3);
+      t[1] = group * uniform(f23 ? 2 : 1, 3);  // (F(2,3) needs several output channels)
       if (numel(t) > kMaxNumel) t[1] = group;
       Shape ws = {t[1], c / group};
       ws.insert(ws.end(), kernel.begin(), kernel.end());
