@@ -207,7 +207,7 @@ bool winograd_fits(Emitter& e, const Node& n, const WindowPlan& p, const Shape& 
   const ValueId wv = n.inputs[1];
   if (!p.gemm || p.group != 1 || e.dtype(n.inputs[0]) != DType::f32 || (r != 1 && r != 2) ||
       w.kernel.back() != 3 || w.strides.back() != 1 || w.dilations.back() != 1 || ws[0] < 2 ||
-      e.producer(wv) != nullptr || !e.graph.values[wv].initializer.defined())
+      ws[1] < 1 || e.producer(wv) != nullptr || !e.graph.values[wv].initializer.defined())
     return false;
   const int64_t kh = r == 2 ? w.kernel[0] : 1;
   const SymDim& ow = p.out.back();

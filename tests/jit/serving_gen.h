@@ -113,7 +113,7 @@ class ServeGen {
 
   Graph graph;
   std::array<std::array<int64_t, kScenarios>, 2> sizes{};  // per symbol, per scenario
-  int twins = 0, computed_shapes = 0, cumsums = 0;
+  int twins = 0, computed_shapes = 0, cumsums = 0, convs = 0;
 
  private:
   void output(const Val& v) {
@@ -163,9 +163,66 @@ class ServeGen {
       r = reduction(tame(pick()), rng_, rng_, false);
     else if (kind < 67)
       r = computed_shape();
+    else if (kind < 71)
+      r = conv(pick());
     else
       r = interpreted(tame(pick()));
     vals_.push_back(r);
+  }
+
+  // A conv as CNNs have them, of the kind Winograd's F(2,3) takes (ops/winograd.h): x seen as
+  // [N, C, (H,) W] with C static in the graph, widened by a 1x1 conv to 6-8 channels when it has
+  // fewer, then a conv 3 wide along W (pads 1, unit stride) and 1 or 3 tall along H (pads keeping
+  // H, or stride 2), to 2-4 channels, maybe with a bias. N, H and W may be symbols: one dynamic
+  // kernel serves every width. (An elementwise op instead when x does not fit.)
+  Val conv(const Val& x0) {
+    const Val x = tame(x0);
+    const size_t r = rank_of(x);
+    const std::optional<DimList>& declared = b_.graph().values[x.id].shape;
+    if ((r != 3 && r != 4) || !declared || !(*declared)[1].is_static() || x.shapes[0][1] < 1)
+      return elementwise();
+    const auto constant = [&](const Shape& cs) {
+      return b_.constant("", test::random_f32(cs, static_cast<uint32_t>(rng_()), -0.5f, 0.5f));
+    };
+    const auto fits = [](const Shapes& ss) {
+      return std::all_of(ss.begin(), ss.end(),
+                         [](const Shape& t) { return numel(t) <= kMaxNumel; });
+    };
+    Val in = x;
+    int64_t c = x.shapes[0][1];
+    if (c < 6) {
+      const int64_t wide = uniform(6, 8);
+      const Shapes ws = each(x.shapes, [&](const Shape& t) {
+        Shape u = t;
+        u[1] = wide;
+        return u;
+      });
+      if (!fits(ws)) return elementwise();
+      Shape w = {wide, c};
+      w.resize(r, 1);
+      in = made(b_.node(OpKind::Conv, {x.id, constant(w)}, Attributes{}).front(), ws,
+                x.bound * static_cast<double>(c) * 0.5);
+      c = wide;
+    }
+    const int64_t m = uniform(2, 4), kh = r == 4 && chance(0.5) ? 3 : 1;
+    const int64_t sh = r == 4 && chance(0.3) ? 2 : 1, ph = (kh - 1) / 2;
+    const Shapes out = each(in.shapes, [&](const Shape& t) {
+      Shape u = t;
+      u[1] = m;
+      if (r == 4) u[2] = (t[2] + 2 * ph - kh) / sh + 1;
+      return u;
+    });
+    if (!fits(out)) return in;
+    Shape w = {m, c};
+    if (r == 4) w.push_back(kh);
+    w.push_back(3);
+    Attributes a = r == 4 ? Attributes{{"pads", Ints{ph, 1, ph, 1}}, {"strides", Ints{sh, 1}}}
+                          : Attributes{{"pads", Ints{1, 1}}};
+    std::vector<ValueId> ins = {in.id, constant(w)};
+    if (chance(0.5)) ins.push_back(constant({m}));
+    ++convs;
+    return made(b_.node(OpKind::Conv, ins, a).front(), out,
+                in.bound * static_cast<double>(c * kh * 3) * 0.5 + 0.5);
   }
 
   Val unary(const Val& x, Rng& g) {

@@ -10,7 +10,9 @@
 //     but other constants (pads, slice parameters, gather indices, reduction axes, constant
 //     tensors; a MatMul's B is a constant in one twin and may be a value computed per call in the
 //     other). Twins start at a graph input or at an op the JIT does not compile (an identity
-//     Einsum, ReduceLogSumExp, CastLike), so each is a region of its own.
+//     Einsum, ReduceLogSumExp, CastLike), so each is a region of its own;
+//   - convs of the kind Winograd's F(2,3) takes, over symbolic batches, heights and widths (one
+//     graph in two has Winograd wherever it fits, ForcedPacking).
 // One graph in five is served per signature (CompileMode::per_signature) instead. Three in ten
 // run every region as a parallel kernel (ForcedThreads, fuzz_util.h); one in ten is served twice,
 // the second time by a Session whose kernels come from the first one's disk cache.
@@ -51,7 +53,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
   const int graphs = fuzz_graphs(kGraphs);
   const uint32_t first_seed = fuzz_seed(kSeed);
   int failed = 0, failed_shape = 0, failed_with_cache_hits = 0, twins = 0, computed = 0;
-  int forced_graphs = 0, disk_graphs = 0, folded_graphs = 0, cumsum_graphs = 0;
+  int forced_graphs = 0, disk_graphs = 0, folded_graphs = 0, cumsum_graphs = 0, conv_graphs = 0;
   int64_t disk_hits = 0;
   int64_t calls = 0, kernel_calls = 0, guard_misses = 0, replans = 0, compiled = 0, hits = 0;
   int64_t dynamic = 0, dynamic_calls = 0, merged = 0;
@@ -69,6 +71,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     twins += gen.twins;
     computed += gen.computed_shapes;
     cumsum_graphs += gen.cumsums > 0;
+    conv_graphs += gen.convs > 0;
     const ForcedThreads forced(seed);
     const ForcedPacking packing(seed);
     forced_graphs += forced.threads() > 0;
@@ -183,11 +186,11 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(graphs << " graphs from seed " << first_seed << " (" << twins << " twin chains, "
                  << computed << " computed shapes, " << cumsum_graphs << " with CumSum, "
-                 << forced_graphs << " on forced threads, " << folded_graphs
-                 << " with ops folded into constants), " << calls << " calls: " << compiled
-                 << " kernels compiled, " << hits << " regions from the cache, " << dynamic
-                 << " dynamic regions compiled (" << dynamic_calls << " calls; " << merged
-                 << " with stable ops merged in), " << kernel_calls << " kernel calls, "
+                 << conv_graphs << " with convs, " << forced_graphs << " on forced threads, "
+                 << folded_graphs << " with ops folded into constants), " << calls << " calls: "
+                 << compiled << " kernels compiled, " << hits << " regions from the cache, "
+                 << dynamic << " dynamic regions compiled (" << dynamic_calls << " calls; "
+                 << merged << " with stable ops merged in), " << kernel_calls << " kernel calls, "
                  << guard_misses << " guard misses, " << replans << " re-plans, " << disk_graphs
                  << " graphs served again from a disk cache (" << disk_hits << " regions loaded); "
                  << failed << " failed (" << failed_shape << " on a shape, "
