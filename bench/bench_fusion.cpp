@@ -160,6 +160,9 @@ BENCHMARK_CAPTURE(BM_Fusion_Conv3, recognizer_64x12x40_s21, 64, 192, 12, 40, 2)-
 BENCHMARK_CAPTURE(BM_Fusion_Conv3, recognizer_64x12x120_s21, 64, 192, 12, 120, 2)->Apply(conv_args);
 BENCHMARK_CAPTURE(BM_Fusion_Conv3, resnet_64x56x56, 64, 64, 56, 56, 1)->Apply(conv_args);
 BENCHMARK_CAPTURE(BM_Fusion_Conv3, resnet_256x14x14, 256, 256, 14, 14, 1)->Apply(conv_args);
+// Near winograd_pays's bar: few input channels (GEMMs over K = C by F(2x2,3x3)).
+BENCHMARK_CAPTURE(BM_Fusion_Conv3, narrow_12x56x56, 12, 16, 56, 56, 1)->Apply(conv_args);
+BENCHMARK_CAPTURE(BM_Fusion_Conv3, narrow_16x28x28, 16, 32, 28, 28, 1)->Apply(conv_args);
 
 void BM_Fusion_Chain(benchmark::State& st, int k) {
   run_case(
