@@ -105,6 +105,12 @@ void KernelBuilder::used(int slot) {
   if (!fresh) it->second.second = nests_;
 }
 
+void KernelBuilder::used_by_call(std::initializer_list<Value*> pointers) {
+  for (Value* p : pointers)
+    for (size_t slot = 0; slot < kernel_ptrs_.size(); ++slot)
+      if (kernel_ptrs_[slot] == p) used(static_cast<int>(slot));
+}
+
 // Places the scratch block's buffers by their lifetimes: two buffers share bytes when no nest or
 // runtime call between the first and the last use of one uses the other (the kernel runs its
 // nests and calls one after another). A buffer's uses are the nests whose bodies use its pointer
@@ -955,9 +961,7 @@ void KernelBuilder::call_gemm(const ops::GemmCall& call) {
   Value* b_off = call.const_b ? llvm::ConstantPointerNull::get(b_.getPtrTy())
                  : call.items ? call.b_items
                               : offsets(call.b_off);
-  for (Value* p : {call.a, call.b, call.c, a_off, b_off})  // (their uses: now, see pack_heap)
-    for (size_t slot = 0; slot < kernel_ptrs_.size(); ++slot)
-      if (kernel_ptrs_[slot] == p) used(static_cast<int>(slot));
+  used_by_call({call.a, call.b, call.c, a_off, b_off});  // (their uses: now, see pack_heap)
   b_.CreateCall(gemm, {kernel_->getArg(2), items, call.M, call.N, call.K, call.a, a_off,
                        i64(call.ta ? 1 : 0), call.b, b_off, i64(call.tb ? 1 : 0), call.c,
                        llvm::ConstantFP::get(b_.getDoubleTy(), call.alpha)});
@@ -969,9 +973,7 @@ void KernelBuilder::call_winograd(const ops::WinogradCall& call) {
   llvm::FunctionCallee fn =
       m_.getOrInsertFunction("sgraph_conv_winograd_f32", b_.getVoidTy(), ptr, ptr, i64t, i64t, i64t,
                              ptr, i64t, i64t, i64t, i64t, i64t, i64t, i64t, i64t, ptr, ptr, ptr);
-  for (Value* p : {call.weights, call.src, call.v, call.y, call.out})  // (see call_gemm)
-    for (size_t slot = 0; slot < kernel_ptrs_.size(); ++slot)
-      if (kernel_ptrs_[slot] == p) used(static_cast<int>(slot));
+  used_by_call({call.weights, call.src, call.v, call.y, call.out});
   b_.CreateCall(fn, {kernel_->getArg(2), call.weights, i64(call.M), i64(call.C), i64(call.KH),
                      call.src, call.N, call.Hs, call.Ws, i64(call.sh), i64(call.dh), call.OH,
                      call.OW, i64(call.rows ? 1 : 0), call.v, call.y, call.out});

@@ -25,6 +25,7 @@
 
 #include <any>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
@@ -115,6 +116,8 @@ class KernelBuilder final : public ops::Emitter {
   llvm::Value* ptr(int slot) const;
   void allocate_heap();
   void used(int slot);  // the nest being made, or a call after the last one, uses slot
+  // A runtime call given these pointers uses the slots they point at (those that are slots).
+  void used_by_call(std::initializer_list<llvm::Value*> pointers);
   void pack_heap();
   void pack_sym_heap();
   std::pair<int, int> life(int slot) const;
