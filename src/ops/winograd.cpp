@@ -1,4 +1,4 @@
-// Winograd F(2,3) along a conv's last spatial dim (see winograd.h).
+// Winograd's F(2,3) along a conv's last spatial dim, and F(2x2,3x3) (see winograd.h).
 #include "ops/winograd.h"
 
 #include <algorithm>
@@ -11,10 +11,8 @@
 namespace sgraph::ops {
 
 namespace {
-std::atomic<int> mode_{0};  // set_winograd_for_testing
-}  // namespace
 
-namespace {
+std::atomic<int> mode_{0};  // set_winograd_for_testing
 
 // G's rows: a 3-tap filter's 4 transformed values.
 void filter_transform(const float* g, int64_t stride, float* t) {
@@ -26,19 +24,32 @@ void filter_transform(const float* g, int64_t stride, float* t) {
 }
 
 // B^T: 4 input values' transform (each output of the pair mixes only its own 3 values).
-inline void data_transform(float d0, float d1, float d2, float d3, float* v) {
-  v[0] = d0 - d2;
-  v[1] = d1 + d2;
-  v[2] = d2 - d1;
-  v[3] = d1 - d3;
+inline void data_transform(float d0, float d1, float d2, float d3, float& v0, float& v1, float& v2,
+                           float& v3) {
+  v0 = d0 - d2;
+  v1 = d1 + d2;
+  v2 = d2 - d1;
+  v3 = d1 - d3;
+}
+
+// A^T: a pair's two outputs from its 4 transformed products.
+inline void output_transform(float y0, float y1, float y2, float y3, float& a, float& b) {
+  a = y0 + y1 + y2;
+  b = y1 - y2 - y3;
+}
+
+// 1 when x is infinite or NaN (all exponent bits set): an integer test whose OR over a loop
+// vectorises, where a float sum (x - x is NaN exactly then) would be a chain of dependent adds.
+inline uint32_t not_finite(float x) {
+  return (std::bit_cast<uint32_t>(x) & 0x7f800000u) == 0x7f800000u;
 }
 
 }  // namespace
 
-WinogradWeights::WinogradWeights(const float* w, int64_t M, int64_t C, int64_t KH, bool rows)
-    : u_(static_cast<size_t>((rows ? 16 : 4) * M * (rows ? C : C * KH))),
-      mk_(M * (rows ? C : C * KH)) {
+WinogradWeights::WinogradWeights(const float* w, int64_t M, int64_t C, int64_t KH, bool rows) {
   const int64_t K = rows ? C : C * KH;
+  mk_ = M * K;
+  u_.resize(static_cast<size_t>((rows ? 16 : 4) * mk_));
   for (int64_t m = 0; m < M; ++m)
     for (int64_t k = 0; k < K; ++k) {
       float t[16];
@@ -77,19 +88,12 @@ void winograd_input(const WinogradShape& s, const float* src, float* v, int64_t 
     float* v3 = v2 + KP;
     for (int64_t t = 0; t < full; ++t) {
       const float* d = r + 2 * t;
-      v0[t] = d[0] - d[2];
-      v1[t] = d[1] + d[2];
-      v2[t] = d[2] - d[1];
-      v3[t] = d[1] - d[3];
+      data_transform(d[0], d[1], d[2], d[3], v0[t], v1[t], v2[t], v3[t]);
     }
     for (int64_t t = full; t < T; ++t) {
-      float d[4], o[4];
+      float d[4];
       for (int64_t j = 0; j < 4; ++j) d[j] = 2 * t + j < Ws ? r[2 * t + j] : 0.0f;
-      data_transform(d[0], d[1], d[2], d[3], o);
-      v0[t] = o[0];
-      v1[t] = o[1];
-      v2[t] = o[2];
-      v3[t] = o[3];
+      data_transform(d[0], d[1], d[2], d[3], v0[t], v1[t], v2[t], v3[t]);
     }
   };
   if (!s.rows) {
@@ -113,12 +117,8 @@ void winograd_input(const WinogradShape& s, const float* src, float* v, int64_t 
       float* e1 = e0 + Ws;
       float* e2 = e1 + Ws;
       float* e3 = e2 + Ws;
-      for (int64_t x = 0; x < Ws; ++x) {
-        e0[x] = r[0][x] - r[2][x];
-        e1[x] = r[1][x] + r[2][x];
-        e2[x] = r[2][x] - r[1][x];
-        e3[x] = r[1][x] - r[3][x];
-      }
+      for (int64_t x = 0; x < Ws; ++x)
+        data_transform(r[0][x], r[1][x], r[2][x], r[3][x], e0[x], e1[x], e2[x], e3[x]);
       for (int64_t a = 0; a < 4; ++a) along_row(e.data() + a * Ws, 4 * a, c, th * T);
     }
 }
@@ -129,16 +129,6 @@ void winograd_product(const WinogradShape& s, const WinogradWeights& u, const fl
   gemm_columns<float>(M, P, s.K(), u.point(p), false, v + (n * s.points() + p) * s.K() * P, false,
                       y + (n * s.points() + p) * M * P, n0, n1);
 }
-
-namespace {
-
-// 1 when x is infinite or NaN (all exponent bits set): an integer test whose OR over a loop
-// vectorises, where a float sum (x - x is NaN exactly then) would be a chain of dependent adds.
-inline uint32_t not_finite(float x) {
-  return (std::bit_cast<uint32_t>(x) & 0x7f800000u) == 0x7f800000u;
-}
-
-}  // namespace
 
 bool winograd_output(const WinogradShape& s, const float* y, float* out, int64_t n, int64_t m0,
                      int64_t m1) {
@@ -153,10 +143,8 @@ bool winograd_output(const WinogradShape& s, const float* y, float* out, int64_t
       const float *y0 = ym, *y1 = y0 + MP, *y2 = y1 + MP, *y3 = y2 + MP;
       for (int64_t oh = 0; oh < s.OH; ++oh, o += OW, y0 += T, y1 += T, y2 += T, y3 += T) {
         for (int64_t t = 0; t < even; ++t) {
-          const float a = y0[t] + y1[t] + y2[t], b = y1[t] - y2[t] - y3[t];
-          o[2 * t] = a;
-          o[2 * t + 1] = b;
-          bad |= not_finite(a) | not_finite(b);
+          output_transform(y0[t], y1[t], y2[t], y3[t], o[2 * t], o[2 * t + 1]);
+          bad |= not_finite(o[2 * t]) | not_finite(o[2 * t + 1]);
         }
         if (even < T) {  // the odd row's last output
           const float a = y0[even] + y1[even] + y2[even];
@@ -175,10 +163,7 @@ bool winograd_output(const WinogradShape& s, const float* y, float* out, int64_t
         const float *q1 = q0 + MP, *q2 = q1 + MP, *q3 = q2 + MP;
         float* z0 = z.data() + 2 * a * T;
         float* z1 = z0 + T;
-        for (int64_t t = 0; t < T; ++t) {
-          z0[t] = q0[t] + q1[t] + q2[t];
-          z1[t] = q1[t] - q2[t] - q3[t];
-        }
+        for (int64_t t = 0; t < T; ++t) output_transform(q0[t], q1[t], q2[t], q3[t], z0[t], z1[t]);
       }
       const bool bottom = 2 * th + 1 < s.OH;
       for (int64_t i = 0; i < (bottom ? 2 : 1); ++i) {

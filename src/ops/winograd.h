@@ -60,7 +60,7 @@ class WinogradWeights {
 
  private:
   std::vector<float> u_;
-  int64_t mk_;
+  int64_t mk_ = 0;  // M * K: one point's floats
   bool finite_ = true;
 };
 
