@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ir/debug.h"
+#include "jit/host.h"
 #include "jit/jit.h"
 #include "jit/parallel.h"
 #include "ops/element.h"
@@ -516,6 +517,18 @@ llvm::MDNode* loop_property(llvm::LLVMContext& ctx, const char* name, bool enabl
   id->replaceOperandWith(0, id);
   return id;
 }
+
+// A short row's loop left to the SLP vectoriser: not vectorised as a loop, unrolled whole.
+llvm::MDNode* unrolled_row(llvm::LLVMContext& ctx) {
+  llvm::Metadata* no_vectorize[] = {
+      llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
+      llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx))};
+  llvm::MDNode* id = llvm::MDNode::getDistinct(
+      ctx, {nullptr, llvm::MDNode::get(ctx, no_vectorize),
+            llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.full"))});
+  id->replaceOperandWith(0, id);
+  return id;
+}
 }  // namespace
 
 // The body of a nest over `rank` dims: one loop per dim not `unit` (innermost last), the
@@ -571,14 +584,23 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, size_t rank,
     auto* exit = llvm::BasicBlock::Create(ctx_, "", bfn);
     llvm::BranchInst* br = b_.CreateCondBr(b_.CreateICmpSLT(next, it->end), it->header, exit);
     // A short innermost row of a constant length that is not a whole number of 16 lanes
-    // (small_cnn's first conv, 28 outputs a row): one or two vectors, the last one masked, where
-    // LLVM would pick 4 lanes to leave no remainder (7 iterations). Measured: small_cnn at 16
-    // images 0.175 -> 0.170 ms; longer rows (the recognizer's) are as fast either way or slower
-    // masked.
+    // (small_cnn's first conv, 28 outputs a row). Where masking is cheap (AVX-512): one or two
+    // vectors, the last one masked, where LLVM would pick 4 lanes to leave no remainder (7
+    // iterations); measured on Zen 4: small_cnn at 16 images 0.175 -> 0.170 ms; longer rows (the
+    // recognizer's) are as fast either way or slower masked. Where it is not (AVX2), a row
+    // shorter than 16 and not a whole number of 8 lanes is left to the unroller and the SLP
+    // vectoriser (8 + 4 + 2 for 14), since LLVM masks a loop of so few iterations whole, and a
+    // masked store costs tens of cycles there (small_cnn's im2col rows of 14 took 32% of its time
+    // on Zen 3).
     const auto* ct = llvm::dyn_cast<llvm::ConstantInt>(it->end);
-    if (it == loops.rbegin() && ct && ct->getSExtValue() < 32 && ct->getSExtValue() % 16 != 0)
-      br->setMetadata(llvm::LLVMContext::MD_loop,
-                      loop_property(ctx_, "llvm.loop.vectorize.predicate.enable", true));
+    const int64_t row = ct ? ct->getSExtValue() : 0;
+    if (it == loops.rbegin() && ct && row < 32 && row % 16 != 0) {
+      if (masked_tails_)
+        br->setMetadata(llvm::LLVMContext::MD_loop,
+                        loop_property(ctx_, "llvm.loop.vectorize.predicate.enable", true));
+      else if (row < 16 && row % 8 != 0)
+        br->setMetadata(llvm::LLVMContext::MD_loop, unrolled_row(ctx_));
+    }
     if (!unroll && it != loops.rbegin())
       br->setMetadata(llvm::LLVMContext::MD_loop,
                       loop_property(ctx_, "llvm.loop.unroll.disable", false));
@@ -913,11 +935,12 @@ std::vector<Value*> KernelBuilder::inner_loop(Value* trip, const std::vector<Val
     llvm::cast<llvm::PHINode>(carried[k])->addIncoming(next[k], latch);
   llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(j1, trip), loop, exit);
   // Rows are often short (attention over 40-80 positions ran a fifth of its elements through a
-  // scalar exp): the vector loop's last, partial iteration is masked instead of leaving a scalar
-  // remainder, unless a constant trip count leaves none at any width and interleave (a multiple
-  // of 64), where the unmasked loop with several accumulators is faster.
+  // scalar exp): where masking is cheap (jit::masked_tails), the vector loop's last, partial
+  // iteration is masked instead of leaving a scalar remainder, unless a constant trip count leaves
+  // none at any width and interleave (a multiple of 64), where the unmasked loop with several
+  // accumulators is faster.
   const auto* ct = llvm::dyn_cast<llvm::ConstantInt>(trip);
-  if (!ct || ct->getSExtValue() % 64 != 0)
+  if (masked_tails_ && (!ct || ct->getSExtValue() % 64 != 0))
     back->setMetadata(llvm::LLVMContext::MD_loop,
                       loop_property(ctx_, "llvm.loop.vectorize.predicate.enable", true));
   b_.SetInsertPoint(exit);

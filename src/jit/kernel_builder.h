@@ -33,6 +33,7 @@
 
 #include "ir/region.h"
 #include "ir/sym_shape.h"
+#include "jit/host.h"
 #include "jit/parallel.h"
 #include "jit/region_compiler.h"
 #include "ops/lowering.h"
@@ -182,6 +183,7 @@ class KernelBuilder final : public ops::Emitter {
   int64_t inner_cost_ = 0;  // the current nest's inner loops' work per element (see inner_loop)
   bool serial_ = false;     // set_serial
   int64_t parallel_work_ = sgraph::parallel_work();          // see worth_threads
+  bool masked_tails_ = jit::masked_tails();                  // see jit/host.h
   std::map<std::pair<ValueId, Index>, llvm::Value*> cache_;  // elements made in the current nest
   std::map<ValueId, Shape> coalesced_;     // shapes in the current loop nest, if merged
   std::map<ValueId, Held> held_;           // values computed whole into local buffers

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "jit/host.h"
 #include "jit/kernel_runtime.h"
 #include "jit/parallel.h"
 #include "ops/winograd.h"
@@ -67,29 +68,36 @@ class ForcedThreads {
 // (force_const_a_packing_for_testing): the runtime packs them only for products over few
 // positions, which the fuzzers' small convs seldom are. Independently, one graph in two has every
 // conv that fits Winograd's F(2,3) computed so (ops::force_winograd_for_testing), which only
-// larger convs than the fuzzers' take otherwise. A generator of its own, as ForcedThreads.
-class ForcedPacking {
+// larger convs than the fuzzers' take otherwise; and one in two has short rows' last vector masked
+// (jit::set_masked_tails_for_testing), which the host decides otherwise: both ways are then run on
+// every host. A generator of its own, as ForcedThreads.
+class ForcedPaths {
  public:
-  explicit ForcedPacking(uint32_t seed) {
+  explicit ForcedPaths(uint32_t seed) {
     std::mt19937 side(seed ^ 0x27d4eb2fu);
     on_ = side() % 2 == 0;
     winograd_ = side() % 2 == 0;
+    masked_ = static_cast<int>(side() % 2);
     force_const_a_packing_for_testing(on_);
     ops::force_winograd_for_testing(winograd_);
+    jit::set_masked_tails_for_testing(masked_);
   }
-  ~ForcedPacking() {
+  ~ForcedPaths() {
     force_const_a_packing_for_testing(false);
     ops::force_winograd_for_testing(false);
+    jit::set_masked_tails_for_testing(-1);
   }
-  ForcedPacking(const ForcedPacking&) = delete;
-  ForcedPacking& operator=(const ForcedPacking&) = delete;
+  ForcedPaths(const ForcedPaths&) = delete;
+  ForcedPaths& operator=(const ForcedPaths&) = delete;
   std::string str() const {
     return std::string(on_ ? "; conv weights always packed" : "") +
-           (winograd_ ? "; Winograd wherever it fits" : "");
+           (winograd_ ? "; Winograd wherever it fits" : "") +
+           (masked_ ? "; short rows masked" : "; short rows unmasked");
   }
 
  private:
   bool on_ = false, winograd_ = false;
+  int masked_ = 0;
 };
 
 // Numpy broadcasting of a and b into *out; false when they do not broadcast.

@@ -717,7 +717,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     with_cumsum += gen.cumsum_ops > 0;
     with_mod += gen.mod_ops > 0;
     const ForcedThreads forced(seed);
-    const ForcedPacking packing(seed);
+    const ForcedPaths paths(seed);
     forced_graphs += forced.threads() > 0;
     const std::vector<Tensor> warm = gen.feeds(), feeds = gen.feeds();
     std::vector<Tensor> got, want;
@@ -731,7 +731,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
       rep = jit.report();
     });
     failed += !error.empty();
-    CHECK_MESSAGE(error.empty(), "FAILED seed " << seed << forced.str() << packing.str() << ": "
+    CHECK_MESSAGE(error.empty(), "FAILED seed " << seed << forced.str() << paths.str() << ": "
                                                 << error << "\n"
                                                 << gen.graph.to_string());
     if (!error.empty()) continue;
@@ -741,7 +741,7 @@ TEST_CASE("JIT fuzz: random graphs of compilable ops, compiled vs interpreted") 
     max_err = std::max(max_err, m.max_err);
     failed += !m.first.empty();
     CHECK_MESSAGE(m.first.empty(), "FAILED seed " << seed << " (graph " << gi << ")" << forced.str()
-                                                  << packing.str() << ": " << m.first << "\n"
+                                                  << paths.str() << ": " << m.first << "\n"
                                                   << gen.graph.to_string() << rep.to_text());
     int compiled = 0;
     for (const RegionReport& r : rep.regions) {

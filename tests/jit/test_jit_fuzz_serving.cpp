@@ -12,7 +12,7 @@
 //     other). Twins start at a graph input or at an op the JIT does not compile (an identity
 //     Einsum, ReduceLogSumExp, CastLike), so each is a region of its own;
 //   - convs of the kind Winograd's F(2,3) takes, over symbolic batches, heights and widths (one
-//     graph in two has Winograd wherever it fits, ForcedPacking).
+//     graph in two has Winograd wherever it fits, ForcedPaths).
 // One graph in five is served per signature (CompileMode::per_signature) instead. Three in ten
 // run every region as a parallel kernel (ForcedThreads, fuzz_util.h); one in ten is served twice,
 // the second time by a Session whose kernels come from the first one's disk cache.
@@ -73,7 +73,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
     cumsum_graphs += gen.cumsums > 0;
     conv_graphs += gen.convs > 0;
     const ForcedThreads forced(seed);
-    const ForcedPacking packing(seed);
+    const ForcedPaths paths(seed);
     forced_graphs += forced.threads() > 0;
     // Warm-up at scenario 0 (maybe twice, or once more at 1: what changes is then in dynamic
     // regions or none), then serving: another size, the warm-up's again, then any. One graph in
@@ -155,7 +155,7 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                                  << sizes_str(gen) << "; calls " << calls_str
                                  << (opt.merge_tiers ? "; tiers merged" : "")
                                  << (opt.background_compile ? "; compiled in the background" : "")
-                                 << forced.str() << packing.str()
+                                 << forced.str() << paths.str()
                                  << "; regions from the kernel cache: " << cache_hits
                                  << (pass == 1 ? "; served again, kernels from the disk cache" : "")
                                  << "\n"
