@@ -518,6 +518,10 @@ llvm::MDNode* loop_property(llvm::LLVMContext& ctx, const char* name, bool enabl
   return id;
 }
 
+// The most instructions a nest's body may have (emitted_cost, before optimisation) to have its
+// short rows unrolled (emit_loops): a copy or a conv's taps are tens.
+constexpr int64_t kUnrolledRowCost = 256;
+
 // A short row's loop left to the SLP vectoriser: not vectorised as a loop, unrolled whole.
 llvm::MDNode* unrolled_row(llvm::LLVMContext& ctx) {
   llvm::Metadata* no_vectorize[] = {
@@ -591,14 +595,15 @@ void KernelBuilder::emit_loops(llvm::Function* bfn, size_t rank,
     // shorter than 16 and not a whole number of 8 lanes is left to the unroller and the SLP
     // vectoriser (8 + 4 + 2 for 14), since LLVM masks a loop of so few iterations whole, and a
     // masked store costs tens of cycles there (small_cnn's im2col rows of 14 took 32% of its time
-    // on Zen 3).
+    // on Zen 3). Only a small body (kUnrolledRowCost) is unrolled: a large one repays the masked
+    // stores, and unrolled would be up to 15 copies to compile.
     const auto* ct = llvm::dyn_cast<llvm::ConstantInt>(it->end);
     const int64_t row = ct ? ct->getSExtValue() : 0;
     if (it == loops.rbegin() && ct && row < 32 && row % 16 != 0) {
       if (masked_tails_)
         br->setMetadata(llvm::LLVMContext::MD_loop,
                         loop_property(ctx_, "llvm.loop.vectorize.predicate.enable", true));
-      else if (row < 16 && row % 8 != 0)
+      else if (row < 16 && row % 8 != 0 && emitted_cost(*bfn) <= kUnrolledRowCost)
         br->setMetadata(llvm::LLVMContext::MD_loop, unrolled_row(ctx_));
     }
     if (!unroll && it != loops.rbegin())
