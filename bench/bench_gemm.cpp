@@ -16,37 +16,43 @@ namespace {
 
 using sgraph::ops::GemmIsa;
 
-void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K, bool trans_b) {
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> a(M * K), b(K * N), c(M * N);
-  for (float& x : a) x = u(rng);
-  for (float& x : b) x = u(rng);
-  for (auto _ : state) {
-    sgraph::ops::gemm_with<float>(isa, M, N, K, a.data(), false, b.data(), trans_b, c.data());
-    benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
+// Random A (M x K), B (K x N, or N x K when trans_b: the same count) and C for a product.
+struct Operands {
+  std::vector<float> a, b, c;
+  Operands(int64_t M, int64_t N, int64_t K) : a(M * K), b(K * N), c(M * N) {
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& x : a) x = u(rng);
+    for (float& x : b) x = u(rng);
   }
+};
+
+void report_gflops(benchmark::State& state, int64_t M, int64_t N, int64_t K) {
   state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(M) * double(N) * double(K),
                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K, bool trans_b) {
+  Operands o(M, N, K);
+  for (auto _ : state) {
+    sgraph::ops::gemm_with<float>(isa, M, N, K, o.a.data(), false, o.b.data(), trans_b, o.c.data());
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  report_gflops(state, M, N, K);
 }
 
 // C = A * B with B packed once (sgraph::ops::PackedB), as a layer's constant weights are: the
 // product a MatMul or Gemm over constant weights runs in a kernel (gemm_packed), B stored K x N.
 void sgemm_packed(benchmark::State& state, int64_t M, int64_t N, int64_t K) {
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> a(M * K), b(K * N), c(M * N);
-  for (float& x : a) x = u(rng);
-  for (float& x : b) x = u(rng);
-  const sgraph::ops::PackedB packed(K, N, b.data(), false);
+  Operands o(M, N, K);
+  const sgraph::ops::PackedB packed(K, N, o.b.data(), false);
   for (auto _ : state) {
-    sgraph::ops::gemm_packed(M, a.data(), false, packed, c.data());
-    benchmark::DoNotOptimize(c.data());
+    sgraph::ops::gemm_packed(M, o.a.data(), false, packed, o.c.data());
+    benchmark::DoNotOptimize(o.c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(M) * double(N) * double(K),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  report_gflops(state, M, N, K);
 }
 
 // Registered at start-up: only the variants this CPU runs.

@@ -508,14 +508,20 @@ bool KernelBuilder::worth_threads(int64_t elements, const llvm::Function& bfn) c
 }
 
 namespace {
-// A loop's own (distinct) llvm.loop node with one property: {name}, or {name, true}.
+// A loop's own (distinct) llvm.loop node holding `properties`.
+llvm::MDNode* loop_node(llvm::LLVMContext& ctx, std::initializer_list<llvm::Metadata*> properties) {
+  std::vector<llvm::Metadata*> ops{nullptr};
+  ops.insert(ops.end(), properties.begin(), properties.end());
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx, ops);
+  id->replaceOperandWith(0, id);
+  return id;
+}
+
+// A loop's own llvm.loop node with one property: {name}, or {name, true}.
 llvm::MDNode* loop_property(llvm::LLVMContext& ctx, const char* name, bool enable) {
   llvm::Metadata* prop[] = {llvm::MDString::get(ctx, name),
                             llvm::ConstantAsMetadata::get(llvm::ConstantInt::getTrue(ctx))};
-  llvm::MDNode* id = llvm::MDNode::getDistinct(
-      ctx, {nullptr, llvm::MDNode::get(ctx, llvm::ArrayRef(prop, enable ? 2 : 1))});
-  id->replaceOperandWith(0, id);
-  return id;
+  return loop_node(ctx, {llvm::MDNode::get(ctx, llvm::ArrayRef(prop, enable ? 2 : 1))});
 }
 
 // The most instructions a nest's body may have (emitted_cost, before optimisation) to have its
@@ -527,11 +533,9 @@ llvm::MDNode* unrolled_row(llvm::LLVMContext& ctx) {
   llvm::Metadata* no_vectorize[] = {
       llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
       llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx))};
-  llvm::MDNode* id = llvm::MDNode::getDistinct(
-      ctx, {nullptr, llvm::MDNode::get(ctx, no_vectorize),
-            llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.full"))});
-  id->replaceOperandWith(0, id);
-  return id;
+  return loop_node(ctx,
+                   {llvm::MDNode::get(ctx, no_vectorize),
+                    llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.full"))});
 }
 }  // namespace
 

@@ -77,10 +77,10 @@ class ForcedPaths {
     std::mt19937 side(seed ^ 0x27d4eb2fu);
     on_ = side() % 2 == 0;
     winograd_ = side() % 2 == 0;
-    masked_ = static_cast<int>(side() % 2);
+    masked_ = side() % 2 == 1;
     force_const_a_packing_for_testing(on_);
     ops::force_winograd_for_testing(winograd_);
-    jit::set_masked_tails_for_testing(masked_);
+    jit::set_masked_tails_for_testing(masked_ ? 1 : 0);
   }
   ~ForcedPaths() {
     force_const_a_packing_for_testing(false);
@@ -96,8 +96,7 @@ class ForcedPaths {
   }
 
  private:
-  bool on_ = false, winograd_ = false;
-  int masked_ = 0;
+  bool on_ = false, winograd_ = false, masked_ = false;
 };
 
 // Numpy broadcasting of a and b into *out; false when they do not broadcast.

@@ -332,6 +332,14 @@ TEST_CASE("JIT pools: MaxPool and AveragePool windows, every option, vs the inte
   }
 }
 
+// jit::set_masked_tails_for_testing for a scope.
+struct ForcedMaskedTails {
+  explicit ForcedMaskedTails(bool on) { jit::set_masked_tails_for_testing(on ? 1 : 0); }
+  ~ForcedMaskedTails() { jit::set_masked_tails_for_testing(-1); }
+  ForcedMaskedTails(const ForcedMaskedTails&) = delete;
+  ForcedMaskedTails& operator=(const ForcedMaskedTails&) = delete;
+};
+
 TEST_CASE("JIT Conv over rows of 28 and 14: masked last vectors only where masking is cheap") {
   // small_cnn's first conv (1 -> 8 channels, 3x3, pad 1, 28 x 28): a direct nest whose rows of 28
   // outputs LLVM ran 4 lanes at a time (7 iterations, no remainder) until the row loop asked for
@@ -357,7 +365,7 @@ TEST_CASE("JIT Conv over rows of 28 and 14: masked last vectors only where maski
   };
   for (const int mode : {1, 0}) {
     INFO("masked tails " << mode);
-    jit::set_masked_tails_for_testing(mode);
+    const ForcedMaskedTails forced(mode == 1);
     std::unique_ptr<jit::Jit> jit = jit::Jit::create();
     jit->keep_ir(true);
     const std::string direct = conv_ir(*jit, 1, 28, 28, 8);  // rows of 28, a direct nest
@@ -368,7 +376,6 @@ TEST_CASE("JIT Conv over rows of 28 and 14: masked last vectors only where maski
     CHECK(test::contains(im2col, "call void @sgraph_gemm_"));
     CHECK(masked(im2col) == (mode == 1));
   }
-  jit::set_masked_tails_for_testing(-1);
 }
 
 TEST_CASE("JIT MaxPool 2x2 stride 2 over short rows: masked wide loads, not gathers") {
