@@ -13,6 +13,8 @@ using namespace sgraph::jit;
 using namespace sgraph::test::region;
 using test::TempDir;
 
+namespace test_jit_concurrency {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // A small elementwise graph with a Softmax; `k` changes its code, so each k is another kernel.
@@ -133,3 +135,5 @@ TEST_CASE("JIT: a kernel in the cache is returned while another thread compiles"
   check_outcome(slow);
   jit->remove(kept.kernel.handle);
 }
+
+}  // namespace test_jit_concurrency

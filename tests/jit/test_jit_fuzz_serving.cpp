@@ -31,6 +31,8 @@ using namespace sgraph;
 using namespace sgraph::fuzz;
 using namespace sgraph::fuzz::serving;
 
+namespace test_jit_fuzz_serving {  // this file's own names (the tests build as unity sources)
+
 namespace {
 constexpr uint32_t kSeed = 20250301;
 constexpr int kGraphs = 200;  // by default (SGRAPH_FUZZ_GRAPHS)
@@ -196,3 +198,5 @@ TEST_CASE("JIT fuzz: symbolic dims served at other sizes, compiled vs interprete
                  << failed << " failed (" << failed_shape << " on a shape, "
                  << failed_with_cache_hits << " with cached kernels); " << secs << " s");
 }
+
+}  // namespace test_jit_fuzz_serving

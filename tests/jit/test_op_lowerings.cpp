@@ -62,6 +62,8 @@ void LoweringSample::output(ValueId v) {
 
 }  // namespace sgraph::test
 
+namespace test_op_lowerings {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // Compiles g as one region and compares it with the interpreter; false (with a failed check)
@@ -455,3 +457,5 @@ TEST_CASE("JIT lowerings (dynamic tier): one kernel per sample serves every n, f
                   << "samples not compiled dynamic:" << list);
   CHECK(ops_run > 0);
 }
+
+}  // namespace test_op_lowerings

@@ -14,6 +14,8 @@ using namespace sgraph::test::region;
 namespace fs = std::filesystem;
 using test::TempDir;
 
+namespace test_split_compile {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // Several different loop nests (two Softmaxes, a product's epilogue, elementwise math, a
@@ -115,3 +117,5 @@ TEST_CASE("JIT disk cache: a kernel compiled in parts is kept and loaded with al
     check_run(reloaded);
   }
 }
+
+}  // namespace test_split_compile

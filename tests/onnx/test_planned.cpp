@@ -12,6 +12,8 @@ using namespace sgraph;
 using namespace sgraph::test;
 namespace fs = std::filesystem;
 
+namespace test_planned {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 const std::string kTestData = SGRAPH_SOURCE_DIR "/../shared/testdata";
@@ -160,3 +162,5 @@ TEST_CASE("Planned model: a model with If branches, compiled, matches the interp
       }
   }
 }
+
+}  // namespace test_planned

@@ -6,6 +6,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_validate {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // y = Relu(x), x f32 [2, 3], at `opset`.
@@ -144,3 +146,5 @@ TEST_CASE("ONNX validation: valid models the whole-model ONNX checker would refu
                  {value_info("x", kF32, {4})}, {"a", "b"});
   CHECK(import_error(m).empty());
 }
+
+}  // namespace test_validate

@@ -9,6 +9,8 @@
 
 using namespace sgraph::ops;
 
+namespace test_gemm_kernel {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 struct Case {
@@ -267,3 +269,5 @@ TEST_CASE("GEMM: the variant picked, and SGRAPH_GEMM_ISA") {
   CHECK(gemm_isa() == pick_gemm_isa(std::getenv("SGRAPH_GEMM_ISA")));
   CHECK(std::string(gemm_isa_name(GemmIsa::avx512)) == "avx512");
 }
+
+}  // namespace test_gemm_kernel

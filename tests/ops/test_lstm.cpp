@@ -13,6 +13,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_lstm {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // One LSTM node's configuration; the sizes default to odd ones.
@@ -375,3 +377,5 @@ TEST_CASE("Recurrent gates: the vectorised sigmoid and tanh against <cmath>") {
       }
     }
 }
+
+}  // namespace test_lstm

@@ -8,6 +8,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_max_unpool {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 Attributes window(Ints kernel, Ints strides, Ints pads = {}) {
@@ -122,3 +124,5 @@ TEST_CASE("MaxUnpool: user errors in output_shape") {
       "index 3 (I element 1) falls outside output_shape [1,1,3] (unpooled shape [1,1,4])"));
   check_close(unpool(x, {0, 2}, w, ints({1, 1, 3}))[0], {1, 1, 3}, {1, 0, 2});
 }
+
+}  // namespace test_max_unpool

@@ -11,6 +11,8 @@ using namespace sgraph;
 using namespace sgraph::test;
 using ops::SliceAxis;
 
+namespace test_params {  // this file's own names (the tests build as unity sources)
+
 namespace {
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -253,3 +255,5 @@ TEST_CASE("op_axis: each op's default, negative axes, errors") {
               "axis -4 is out of range for rank 3");
   CHECK(!error_of([] { ops::op_axis(node(OpKind::Concat), 3); }).empty());  // axis is required
 }
+
+}  // namespace test_params

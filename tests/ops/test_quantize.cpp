@@ -5,6 +5,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_quantize {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 Tensor u8(Shape s, std::initializer_list<uint8_t> v) { return Tensor::from<uint8_t>(s, v); }
@@ -121,3 +123,5 @@ TEST_CASE("Quantization ops: user errors") {
   CHECK(
       !op_error(OpKind::DynamicQuantizeLinear, {Tensor::from<double>({1}, {1.0})}, {}, 3).empty());
 }
+
+}  // namespace test_quantize

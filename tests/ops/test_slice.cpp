@@ -11,6 +11,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_slice {  // this file's own names (the tests build as unity sources)
+
 namespace {
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -186,3 +188,5 @@ SG_LOWERING_SAMPLE(Slice, static_lengths) {
   s.output(
       s.b.slice(x, s.b.ints({-2}), s.b.ints({std::numeric_limits<int64_t>::max()}), s.b.ints({0})));
 }
+
+}  // namespace test_slice

@@ -10,6 +10,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_autodiff_conv {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 constexpr int64_t kBatch = 5;  // the symbolic dim: no other dim of these tests has this size
@@ -251,3 +253,5 @@ TEST_CASE("autodiff: window ops whose spatial dims are not static cannot be diff
   const ValueId yb = b.conv(xb, w);
   CHECK(append_gradients(b, b.reduce_sum(yb, all), {w, xb}).size() == 2);
 }
+
+}  // namespace test_autodiff_conv

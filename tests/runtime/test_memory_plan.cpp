@@ -18,6 +18,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_memory_plan {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 int64_t rounded(int64_t bytes) { return (bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
@@ -436,3 +438,5 @@ TEST_CASE("Session: random graphs compiled and served through the arena") {
     check_all_close(kept, kept_want, 1e-4, 1e-5);
   }
 }
+
+}  // namespace test_memory_plan

@@ -15,6 +15,8 @@ using namespace sgraph;
 using Nodes = std::vector<int32_t>;
 using Reason = NoRegionReason;
 
+namespace test_region_builder {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 std::vector<Nodes> regions_of(const Partition& p) {
@@ -605,3 +607,5 @@ TEST_CASE("RegionBuilder: deterministic") {
     CHECK(p.reason == q.reason);
   }
 }
+
+}  // namespace test_region_builder

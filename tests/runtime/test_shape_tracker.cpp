@@ -8,6 +8,8 @@ using namespace sgraph::test;
 
 using sgraph::test::region::warm_up;
 
+namespace test_shape_tracker {  // this file's own names (the tests build as unity sources)
+
 namespace {
 int32_t node_named(const Graph& g, const std::string& name) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -422,3 +424,5 @@ TEST_CASE("a divided dim in lowest terms compares equal to the same function") {
     CHECK(SymDim{0, 4, -1, 6}.value(one) == SymDim{0, 4, -1}.divided(6).value(one));
   }
 }
+
+}  // namespace test_shape_tracker

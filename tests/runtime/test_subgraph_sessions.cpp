@@ -12,6 +12,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_subgraph_sessions {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // y = If(c, x) with then: Exp(Neg(x * 2)) + 1, else: Tanh(x - 3) * 0.5, inputs of symbolic
@@ -246,3 +248,5 @@ TEST_CASE("Session: op times are collected only while asked for, branches with t
   CHECK(s.last_op_times().size() == listed);  // still those of the last call that collected
   CHECK(branch_ops() == 4);
 }
+
+}  // namespace test_subgraph_sessions

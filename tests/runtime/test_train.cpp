@@ -10,6 +10,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_train {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // loss = sum(w * w * x) over a batch x [n, 3]: d loss / d w_j = 2 w_j sum_i x_ij.
@@ -283,3 +285,5 @@ TEST_CASE("train: user errors") {
                  "predict() takes 1 inputs (x), got 2"));
   CHECK(contains(error_of([&] { t.parameter("w2"); }), "no parameter named 'w2'"));
 }
+
+}  // namespace test_train

@@ -10,6 +10,8 @@
 using namespace sgraph;
 using namespace sgraph::test;
 
+namespace test_warmup_record {  // this file's own names (the tests build as unity sources)
+
 namespace {
 
 // split_mlp warmed up at batches 2, 2, 5: the weight branch stable, the batch-dependent ops
@@ -236,3 +238,5 @@ TEST_CASE("Warm-up record: one of fewer runs than the warm-up is where the warm-
     check_tensors_close(s.run({y})[0], ref.run({y})[0]);
   }
 }
+
+}  // namespace test_warmup_record
