@@ -50,7 +50,7 @@ namespace sgraph::jit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) {
+double ms_after(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
@@ -114,7 +114,7 @@ std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
   }
   const auto optimising = Clock::now();
   optimise(*m, tm, tlii);
-  times.optimise_ms = ms_since(optimising);
+  times.optimise_ms = ms_after(optimising);
   times.optimised = m->getInstructionCount();
   if (hooks.stream_stores) stream_stores(*m);
   if (hooks.export_locals) export_local_functions(*m);
@@ -123,7 +123,7 @@ std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> object = compiler(*m);
   if (!object)
     SG_FAIL() << "JIT: compiling part " << p << ": " << llvm::toString(object.takeError());
-  times.codegen_ms = ms_since(generating);
+  times.codegen_ms = ms_after(generating);
   return std::move(*object);
 }
 

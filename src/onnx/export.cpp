@@ -119,7 +119,7 @@ void set_type(onnx::ValueInfoProto& vi, const ValueInfo& v) {
   }
 }
 
-Tensor scalar_like(DType t, double v) {
+Tensor export_scalar(DType t, double v) {
   return visit_dtype(t, [&]<class T>() { return Tensor::scalar(static_cast<T>(v)); });
 }
 
@@ -127,10 +127,10 @@ using NodeList = google::protobuf::RepeatedPtrField<onnx::NodeProto>;
 
 // The names one graph's values are written with, and the names visible in it (its own and its
 // enclosing graphs').
-struct Scope {
+struct ExportScope {
   const Graph& g;
   std::vector<std::string> names;  // by value id
-  const Scope* parent = nullptr;
+  const ExportScope* parent = nullptr;
   std::unordered_set<std::string> own;  // names defined in this graph (constants added as made)
   std::string label;  // a branch's: "<If node>/<attribute>", nested ones joined by '/'
 
@@ -146,10 +146,10 @@ class Exporter {
       : opset_(opset), reserved_(std::move(reserved)), model_(m), options_(options) {}
 
   // Writes node `n` of s.g as `name` into `out`, after the Constant nodes its rewriting needs.
-  void write_node(Scope& s, const Node& n, const std::string& name, NodeList& out);
+  void write_node(ExportScope& s, const Node& n, const std::string& name, NodeList& out);
   // Writes s.g's nodes (named node_names) into `out` in a topological order of the graph with each
   // group contracted, each group one call of a model-local function named fnames[k].
-  void write_grouped(Scope& s, const std::vector<std::string>& node_names,
+  void write_grouped(ExportScope& s, const std::vector<std::string>& node_names,
                      const std::vector<std::vector<int32_t>>& groups,
                      const std::vector<std::string>& fnames, NodeList& out);
   bool wrote_functions() const { return model_.functions_size() > 0; }
@@ -158,12 +158,12 @@ class Exporter {
 
  private:
   // A Constant node holding `t`, named "<node>/<what>" (made unique); returns the value's name.
-  std::string constant(Scope& s, const std::string& node, const std::string& what, const Tensor& t,
-                       NodeList& out);
-  void write_branch(const Scope& outer, const Node& n, const std::string& key, const Graph& b,
+  std::string constant(ExportScope& s, const std::string& node, const std::string& what,
+                       const Tensor& t, NodeList& out);
+  void write_branch(const ExportScope& outer, const Node& n, const std::string& key, const Graph& b,
                     onnx::GraphProto& gp);
-  void write_attribute(const Scope& s, const Node& n, const std::string& key, const AttrValue& v,
-                       onnx::AttributeProto& a);
+  void write_attribute(const ExportScope& s, const Node& n, const std::string& key,
+                       const AttrValue& v, onnx::AttributeProto& a);
 
   int64_t opset_;
   std::set<std::string> domains_;
@@ -172,7 +172,7 @@ class Exporter {
   const OnnxSaveOptions& options_;
 };
 
-std::string Exporter::constant(Scope& s, const std::string& node, const std::string& what,
+std::string Exporter::constant(ExportScope& s, const std::string& node, const std::string& what,
                                const Tensor& t, NodeList& out) {
   const std::string base = node + "/" + what;
   std::string name = base;
@@ -191,7 +191,7 @@ std::string Exporter::constant(Scope& s, const std::string& node, const std::str
   return name;
 }
 
-void Exporter::write_attribute(const Scope& s, const Node& n, const std::string& key,
+void Exporter::write_attribute(const ExportScope& s, const Node& n, const std::string& key,
                                const AttrValue& v, onnx::AttributeProto& a) {
   using A = onnx::AttributeProto;
   a.set_name(key);
@@ -230,7 +230,7 @@ void Exporter::write_attribute(const Scope& s, const Node& n, const std::string&
       v);
 }
 
-void Exporter::write_node(Scope& s, const Node& n, const std::string& name, NodeList& out) {
+void Exporter::write_node(ExportScope& s, const Node& n, const std::string& name, NodeList& out) {
   const std::string op(op_name(n.op));
   try {
     SG_CHECK(op_from_name(op).has_value()) << "op '" << op << "' has no ONNX equivalent";
@@ -273,8 +273,8 @@ void Exporter::write_node(Scope& s, const Node& n, const std::string& name, Node
           set_input(1, ints_input("pads"));
           if (n.attrs.has("value"))
             set_input(2, constant(s, name, "value",
-                                  scalar_like(s.g.values.at(n.inputs.at(0)).dtype,
-                                              n.attrs.get_float("value")),
+                                  export_scalar(s.g.values.at(n.inputs.at(0)).dtype,
+                                                n.attrs.get_float("value")),
                                   out));
         }
         dropped.insert({"pads", "value"});
@@ -330,12 +330,13 @@ void Exporter::write_node(Scope& s, const Node& n, const std::string& name, Node
   }
 }
 
-void Exporter::write_branch(const Scope& outer, const Node& n, const std::string& key,
+void Exporter::write_branch(const ExportScope& outer, const Node& n, const std::string& key,
                             const Graph& b, onnx::GraphProto& gp) {
   SG_CHECK(b.inputs.size() + 1 == n.inputs.size())
       << "branch '" << b.name << "' has " << b.inputs.size() << " inputs, the node passes "
       << n.inputs.size() - 1 << " outer values";
-  Scope s{b, {}, &outer, {}, (outer.label.empty() ? "" : outer.label + "/") + n.name + "/" + key};
+  ExportScope s{
+      b, {}, &outer, {}, (outer.label.empty() ? "" : outer.label + "/") + n.name + "/" + key};
   const OnnxNames base = onnx_names(b);
   s.names.assign(b.values.size(), "");
   std::vector<bool> bound(b.values.size(), false);
@@ -514,7 +515,7 @@ Contraction contract(const Graph& g, const std::vector<std::vector<int32_t>>& gr
   return c;
 }
 
-void Exporter::write_grouped(Scope& s, const std::vector<std::string>& node_names,
+void Exporter::write_grouped(ExportScope& s, const std::vector<std::string>& node_names,
                              const std::vector<std::vector<int32_t>>& groups,
                              const std::vector<std::string>& fnames, NodeList& out) {
   const Graph& g = s.g;
@@ -574,7 +575,7 @@ onnx::ModelProto export_model(const Graph& g, const OnnxSaveOptions& options) {
   collect_names(g, reserved);
   onnx::ModelProto m;
   Exporter ex(opset, std::move(reserved), m, options);
-  Scope top{g, names.values, nullptr, {}, ""};
+  ExportScope top{g, names.values, nullptr, {}, ""};
   top.own.insert(names.values.begin(), names.values.end());
 
   m.set_ir_version(8);  // model-local functions need 8

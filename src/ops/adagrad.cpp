@@ -12,7 +12,7 @@
 namespace sgraph::ops {
 namespace {
 
-constexpr OptimizerLayout kLayout{3, 2};
+constexpr OptimizerLayout kAdagradLayout{3, 2};
 
 struct AdagradParams {
   double decay, epsilon, norm;
@@ -25,7 +25,7 @@ AdagradParams adagrad_params(const Attributes& a) {
 
 void shapes_adagrad(ShapeCtx& c) {
   adagrad_params(c.attrs());
-  shapes_optimizer(c, kLayout);
+  shapes_optimizer(c, kAdagradLayout);
 }
 
 void run_adagrad(KernelCtx& c) {
@@ -43,8 +43,8 @@ void run_adagrad(KernelCtx& c) {
 
 extern const OpDef kAdagrad;
 const OpDef kAdagrad =
-    with_domain(kPreviewTraining,
-                {"Adagrad", 5, kMaxOptimizerInputs, 2, kMaxOptimizerInputs,
-                 [](TypeCtx& c) { types_optimizer(c, kLayout); }, shapes_adagrad, run_adagrad});
+    with_domain(kPreviewTraining, {"Adagrad", 5, kMaxOptimizerInputs, 2, kMaxOptimizerInputs,
+                                   [](TypeCtx& c) { types_optimizer(c, kAdagradLayout); },
+                                   shapes_adagrad, run_adagrad});
 
 }  // namespace sgraph::ops

@@ -14,7 +14,7 @@
 namespace sgraph::ops {
 namespace {
 
-constexpr OptimizerLayout kLayout{4, 3};
+constexpr OptimizerLayout kAdamLayout{4, 3};
 
 struct AdamParams {
   double alpha, beta, epsilon, norm, norm_post;
@@ -27,7 +27,7 @@ AdamParams adam_params(const Attributes& a) {
 
 void shapes_adam(ShapeCtx& c) {
   adam_params(c.attrs());
-  shapes_optimizer(c, kLayout);
+  shapes_optimizer(c, kAdamLayout);
 }
 
 void run_adam(KernelCtx& c) {
@@ -49,6 +49,6 @@ void run_adam(KernelCtx& c) {
 extern const OpDef kAdam;
 const OpDef kAdam = with_domain(
     kPreviewTraining, {"Adam", 6, kMaxOptimizerInputs, 3, kMaxOptimizerInputs,
-                       [](TypeCtx& c) { types_optimizer(c, kLayout); }, shapes_adam, run_adam});
+                       [](TypeCtx& c) { types_optimizer(c, kAdamLayout); }, shapes_adam, run_adam});
 
 }  // namespace sgraph::ops

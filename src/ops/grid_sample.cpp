@@ -20,22 +20,22 @@
 namespace sgraph::ops {
 namespace {
 
-enum class Mode { bilinear, nearest, bicubic };
+enum class SampleMode { bilinear, nearest, bicubic };
 enum class Padding { zeros, border, reflection };
-constexpr std::array kModes{"bilinear", "nearest", "bicubic"};
+constexpr std::array kGridSampleModes{"bilinear", "nearest", "bicubic"};
 constexpr std::array kPaddings{"zeros", "border", "reflection"};
-static_assert(kModes.size() == size_t(Mode::bicubic) + 1 &&
+static_assert(kGridSampleModes.size() == size_t(SampleMode::bicubic) + 1 &&
               kPaddings.size() == size_t(Padding::reflection) + 1);
 
 struct Params {
-  Mode mode;
+  SampleMode mode;
   Padding padding;
   bool align_corners;
 };
 
 Params grid_sample_params(const Attributes& a) {
   Params p;
-  p.mode = attr_choice<Mode>(a, "GridSample", "mode", kModes);
+  p.mode = attr_choice<SampleMode>(a, "GridSample", "mode", kGridSampleModes);
   p.padding = attr_choice<Padding>(a, "GridSample", "padding_mode", kPaddings);
   const int64_t align = a.get_int("align_corners", 0);
   SG_CHECK(align == 0 || align == 1) << "align_corners must be 0 or 1, got " << align;
@@ -103,7 +103,7 @@ struct Image {
 // The sample of `img` at pixel coordinates (y, x) (unnormalised, not yet padded).
 template <class T>
 double sample(const Image<T>& img, double y, double x, const Params& p) {
-  if (p.mode == Mode::bicubic) {
+  if (p.mode == SampleMode::bicubic) {
     if (!std::isfinite(y) || !std::isfinite(x)) return 0;
     const double y0 = std::floor(y), x0 = std::floor(x);
     double sum = 0;
@@ -119,7 +119,7 @@ double sample(const Image<T>& img, double y, double x, const Params& p) {
   y = pad_coordinate(y, img.h, p);
   x = pad_coordinate(x, img.w, p);
   if (!std::isfinite(y) || !std::isfinite(x)) return 0;  // (NaN weights would spread)
-  if (p.mode == Mode::nearest) return img.at(std::nearbyint(y), std::nearbyint(x));
+  if (p.mode == SampleMode::nearest) return img.at(std::nearbyint(y), std::nearbyint(x));
   const double y0 = std::floor(y), x0 = std::floor(x);
   const double fy = y - y0, fx = x - x0;
   return (1 - fy) * ((1 - fx) * img.at(y0, x0) + fx * img.at(y0, x0 + 1)) +

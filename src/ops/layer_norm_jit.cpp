@@ -2,7 +2,7 @@
 // materialised in f64, in two passes as the reference kernel computes them (the mean, then the
 // squared deviations); the element (x - mean) * inv_std * scale + bias is generated in the
 // consumers' nests. When a row is the innermost dim, one nest makes both statistics row by row,
-// and the outputs too when they are a region output (rows_innermost).
+// and the outputs too when they are a region output (layer_norm_rows_innermost).
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/params.h"
@@ -28,7 +28,7 @@ namespace {
 
 struct LayerNormPlan {
   LocalBuffer mean, inv_std;  // per row, f64 (unless `out`)
-  LocalBuffer out;            // the region output, made row by row (rows_innermost)
+  LocalBuffer out;            // the region output, made row by row (layer_norm_rows_innermost)
 };
 
 // Whether a row is the innermost dim alone (every other dim from the axis on a static 1): then
@@ -36,7 +36,7 @@ struct LayerNormPlan {
 // (the input read from memory once for both, not twice), and, when the output is a region
 // output, the row's outputs in a third, into the output buffer (no output nest reads the input
 // again).
-bool rows_innermost(Emitter& e, const Node& n) {
+bool layer_norm_rows_innermost(Emitter& e, const Node& n) {
   const SymShape in = e.dims(n.inputs[0]);
   for (auto d = static_cast<size_t>(op_axis(n, in.size())); d + 1 < in.size(); ++d)
     if (!in[d].is_one()) return false;
@@ -59,7 +59,7 @@ std::string why_not_dynamic_layer_norm(const Graph&, const Node&,
 
 void allocate_layer_norm(Emitter& e, const Node& n) {
   const ValueId y = n.outputs[0];
-  if (rows_innermost(e, n))
+  if (layer_norm_rows_innermost(e, n))
     if (const LocalBuffer out = e.output_buffer(y); out.defined()) {
       e.hold(y, out, nullptr);
       e.state(n) = LayerNormPlan{{}, {}, out};
@@ -85,8 +85,8 @@ llvm::Value* normalised(Emitter& e, const Node& n, const Index& idx, llvm::Value
   return y;
 }
 
-// The row-by-row form (rows_innermost): the statistics into the plan's buffers, or the outputs
-// into the region's output buffer.
+// The row-by-row form (layer_norm_rows_innermost): the statistics into the plan's buffers, or the
+// outputs into the region's output buffer.
 void materialise_rows(Emitter& e, const Node& n) {
   const ValueId x = n.inputs[0];
   const SymShape in = e.dims(x);
@@ -139,7 +139,7 @@ void materialise_rows(Emitter& e, const Node& n) {
 }
 
 void materialise_layer_norm(Emitter& e, const Node& n) {
-  if (rows_innermost(e, n)) return materialise_rows(e, n);
+  if (layer_norm_rows_innermost(e, n)) return materialise_rows(e, n);
   const ValueId x = n.inputs[0];
   const SymShape in = e.dims(x);
   const SymShape rs = row_shape(e, n, true);

@@ -21,14 +21,14 @@
 namespace sgraph::ops {
 namespace {
 
-enum class Reduce { none, sum, mean };
+enum class LossReduce { none, sum, mean };
 
-Reduce reduction(const Attributes& attrs) {
+LossReduce reduction(const Attributes& attrs) {
   const std::string r = attrs.get_string("reduction", "mean");
-  if (r == "none") return Reduce::none;
-  if (r == "sum") return Reduce::sum;
+  if (r == "none") return LossReduce::none;
+  if (r == "sum") return LossReduce::sum;
   SG_CHECK(r == "mean") << "reduction must be 'none', 'sum' or 'mean', got '" << r << "'";
-  return Reduce::mean;
+  return LossReduce::mean;
 }
 
 void types_loss(TypeCtx& c) {
@@ -49,7 +49,7 @@ void shapes_loss(ShapeCtx& c) {
   if (c.has(2))
     SG_CHECK(c.shape(2) == Shape{s[1]}) << "weights must have shape [" << s[1]
                                         << "] (one per class), got " << shape_str(c.shape(2));
-  c.out[0] = reduction(c.attrs()) == Reduce::none ? l : Shape{};
+  c.out[0] = reduction(c.attrs()) == LossReduce::none ? l : Shape{};
   if (c.out.size() > 1) c.out[1] = s;
 }
 
@@ -65,7 +65,7 @@ void nll(KernelCtx& c, LogP&& logp) {
   const T* weights = c.has(2) ? c.in[2].data<T>() : nullptr;
   const bool has_ignore = c.attrs().has("ignore_index");
   const int64_t ignore = c.attrs().get_int("ignore_index", 0);
-  const Reduce red = reduction(c.attrs());
+  const LossReduce red = reduction(c.attrs());
   T* loss = c.out[0].data<T>();
   double total = 0, weight_sum = 0;
   for (int64_t i = 0; i < n; ++i)
@@ -79,12 +79,12 @@ void nll(KernelCtx& c, LogP&& logp) {
         w = weights ? static_cast<double>(weights[label]) : 1.0;
         l = -w * logp((i * classes + label) * inner + d);
       }
-      if (red == Reduce::none) loss[i * inner + d] = static_cast<T>(l);
+      if (red == LossReduce::none) loss[i * inner + d] = static_cast<T>(l);
       total += l;
       weight_sum += w;
     }
-  if (red == Reduce::sum) loss[0] = static_cast<T>(total);
-  if (red == Reduce::mean) loss[0] = static_cast<T>(total / weight_sum);
+  if (red == LossReduce::sum) loss[0] = static_cast<T>(total);
+  if (red == LossReduce::mean) loss[0] = static_cast<T>(total / weight_sum);
 }
 
 template <class T, class L>
@@ -168,9 +168,9 @@ ValueId weighted_hot(GradCtx& c) {
 ValueId loss_scale(GradCtx& c, ValueId hot) {
   GraphBuilder& b = c.b;
   ValueId scale = c.dout(0);
-  const Reduce red = reduction(c.attrs());
-  if (red == Reduce::none) scale = b.unsqueeze(scale, b.ints({1}));
-  if (red == Reduce::mean)
+  const LossReduce red = reduction(c.attrs());
+  if (red == LossReduce::none) scale = b.unsqueeze(scale, b.ints({1}));
+  if (red == LossReduce::mean)
     scale = b.div(scale, b.reduce_sum(hot, Attributes{{"keepdims", int64_t{0}}}));
   return scale;
 }

@@ -13,7 +13,7 @@
 namespace sgraph::ops {
 namespace {
 
-constexpr OptimizerLayout kLayout{3, 2};
+constexpr OptimizerLayout kMomentumLayout{3, 2};
 
 struct MomentumParams {
   double alpha, beta, norm;
@@ -22,15 +22,15 @@ struct MomentumParams {
 
 MomentumParams momentum_params(const Attributes& a) {
   enum class Mode { standard, nesterov };
-  constexpr std::array kModes{"standard", "nesterov"};
+  constexpr std::array kMomentumModes{"standard", "nesterov"};
   SG_CHECK(a.has("mode")) << "missing required attribute 'mode' (standard or nesterov)";
   return {a.get_float("alpha"), a.get_float("beta"), a.get_float("norm_coefficient"),
-          attr_choice<Mode>(a, "Momentum", "mode", kModes) == Mode::nesterov};
+          attr_choice<Mode>(a, "Momentum", "mode", kMomentumModes) == Mode::nesterov};
 }
 
 void shapes_momentum(ShapeCtx& c) {
   momentum_params(c.attrs());
-  shapes_optimizer(c, kLayout);
+  shapes_optimizer(c, kMomentumLayout);
 }
 
 void run_momentum(KernelCtx& c) {
@@ -48,8 +48,8 @@ void run_momentum(KernelCtx& c) {
 
 extern const OpDef kMomentum;
 const OpDef kMomentum =
-    with_domain(kPreviewTraining,
-                {"Momentum", 5, kMaxOptimizerInputs, 2, kMaxOptimizerInputs,
-                 [](TypeCtx& c) { types_optimizer(c, kLayout); }, shapes_momentum, run_momentum});
+    with_domain(kPreviewTraining, {"Momentum", 5, kMaxOptimizerInputs, 2, kMaxOptimizerInputs,
+                                   [](TypeCtx& c) { types_optimizer(c, kMomentumLayout); },
+                                   shapes_momentum, run_momentum});
 
 }  // namespace sgraph::ops

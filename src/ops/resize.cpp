@@ -17,7 +17,7 @@ namespace sgraph::ops {
 namespace {
 
 // Each enum lists its attribute's values in the order of its name table; the first is the default.
-enum class Mode { nearest, linear, cubic };
+enum class Interpolation { nearest, linear, cubic };
 enum class Coord {
   half_pixel,
   half_pixel_symmetric,
@@ -30,19 +30,19 @@ enum class Coord {
 enum class Rounding { round_prefer_floor, round_prefer_ceil, floor, ceil };
 enum class Policy { stretch, not_larger, not_smaller };
 
-constexpr std::array kModes{"nearest", "linear", "cubic"};
+constexpr std::array kInterpolations{"nearest", "linear", "cubic"};
 constexpr std::array kCoords{"half_pixel",        "half_pixel_symmetric", "pytorch_half_pixel",
                              "align_corners",     "asymmetric",           "tf_half_pixel_for_nn",
                              "tf_crop_and_resize"};
 constexpr std::array kRoundings{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 constexpr std::array kPolicies{"stretch", "not_larger", "not_smaller"};
-static_assert(kModes.size() == size_t(Mode::cubic) + 1 &&
+static_assert(kInterpolations.size() == size_t(Interpolation::cubic) + 1 &&
               kCoords.size() == size_t(Coord::tf_crop_and_resize) + 1 &&
               kRoundings.size() == size_t(Rounding::ceil) + 1 &&
               kPolicies.size() == size_t(Policy::not_smaller) + 1);
 
 struct Options {
-  Mode mode;
+  Interpolation mode;
   Coord coord;
   Rounding rounding;
   Policy policy;
@@ -52,20 +52,21 @@ struct Options {
 
 Options options(const Attributes& a) {
   Options o;
-  o.mode = attr_choice<Mode>(a, "Resize", "mode", kModes);
+  o.mode = attr_choice<Interpolation>(a, "Resize", "mode", kInterpolations);
   o.coord = attr_choice<Coord>(a, "Resize", "coordinate_transformation_mode", kCoords);
   o.rounding = attr_choice<Rounding>(a, "Resize", "nearest_mode", kRoundings);
   o.policy = attr_choice<Policy>(a, "Resize", "keep_aspect_ratio_policy", kPolicies);
   o.cubic_a = a.get_float("cubic_coeff_a", -0.75);
   o.extrapolation = a.get_float("extrapolation_value", 0.0);
   o.exclude_outside = a.get_int("exclude_outside", 0) != 0;
-  o.antialias = a.get_int("antialias", 0) != 0 && o.mode != Mode::nearest;  // spec: ignored there
+  o.antialias =
+      a.get_int("antialias", 0) != 0 && o.mode != Interpolation::nearest;  // spec: ignored there
   return o;
 }
 
 // Per axis of X: the output size and the scale the coordinate transform uses. `axes` lists the
 // resized axes (the opset-18 attribute, else all) in the order scales, sizes and roi give them.
-struct Plan {
+struct InterpPlan {
   Shape out;
   std::vector<double> scale;
   std::vector<int64_t> axes;
@@ -73,11 +74,11 @@ struct Plan {
 
 // `scales` and `sizes` are null when absent or empty; Upsample-7's `scales` attribute is the
 // fallback when both are.
-Plan make_plan(const Shape& in, const Options& o, const Attributes& a, const Tensor* scales,
-               const Tensor* sizes) {
+InterpPlan make_plan(const Shape& in, const Options& o, const Attributes& a, const Tensor* scales,
+                     const Tensor* sizes) {
   const int64_t rank = static_cast<int64_t>(in.size());
   SG_CHECK(rank >= 1) << "Resize needs an input of rank >= 1";
-  Plan p{in, std::vector<double>(rank, 1.0), {}};
+  InterpPlan p{in, std::vector<double>(rank, 1.0), {}};
   if (a.has("axes")) {
     std::vector<bool> seen(rank, false);
     for (int64_t ax : a.get_ints("axes")) {
@@ -142,7 +143,7 @@ Plan make_plan(const Shape& in, const Options& o, const Attributes& a, const Ten
   return p;
 }
 
-void check_roi(int64_t n, const Plan& p) {
+void check_roi(int64_t n, const InterpPlan& p) {
   const int64_t want = 2 * static_cast<int64_t>(p.axes.size());
   SG_CHECK(n == want) << "Resize with tf_crop_and_resize needs a roi of " << want
                       << " values (starts, then ends, of the resized axes), got " << n;
@@ -197,7 +198,7 @@ int64_t nearest_index(Rounding r, double x) {
 
 // The linear (triangle) or cubic (Keys, coefficient a) filter at distance d.
 double filter(const Options& o, double d) {
-  if (o.mode == Mode::linear) return std::max(0.0, 1.0 - std::abs(d));
+  if (o.mode == Interpolation::linear) return std::max(0.0, 1.0 - std::abs(d));
   return cubic_weight(o.cubic_a, d);
 }
 
@@ -221,7 +222,7 @@ AxisTable axis_table(const Options& o, int64_t in, int64_t out, double scale, do
   t.identity = in == out;
   // Antialiasing widens the filter by 1/scale when downscaling.
   const double stretch = o.antialias ? std::min(scale, 1.0) : 1.0;
-  const double support = o.mode == Mode::linear ? 1.0 : 2.0;
+  const double support = o.mode == Interpolation::linear ? 1.0 : 2.0;
   const int64_t half = static_cast<int64_t>(std::ceil(support / stretch));
   for (int64_t i = 0; i < out; ++i) {
     const double x = source_coord(o.coord, static_cast<double>(i), in, out, scale, r0, r1);
@@ -232,7 +233,7 @@ AxisTable axis_table(const Options& o, int64_t in, int64_t out, double scale, do
       t.outside[i] = 1;  // a placeholder tap; the extrapolation value replaces it
       t.idx.push_back(0);
       t.w.push_back(0.0);
-    } else if (o.mode == Mode::nearest) {
+    } else if (o.mode == Interpolation::nearest) {
       t.idx.push_back(std::clamp<int64_t>(nearest_index(o.rounding, x), 0, in - 1));
       t.w.push_back(1.0);
     } else {
@@ -262,7 +263,7 @@ AxisTable axis_table(const Options& o, int64_t in, int64_t out, double scale, do
   return t;
 }
 
-std::vector<AxisTable> axis_tables(const Options& o, const Shape& in, const Plan& p,
+std::vector<AxisTable> axis_tables(const Options& o, const Shape& in, const InterpPlan& p,
                                    const Tensor* roi) {
   const size_t k = p.axes.size();
   if (o.coord == Coord::tf_crop_and_resize) check_roi(roi ? roi->numel() : 0, p);
@@ -405,7 +406,7 @@ double cubic_weight(double a, double d) {
 
 ResizeMode resize_mode(const Attributes& a) {
   const Options o = options(a);
-  return {o.mode == Mode::nearest, o.antialias, o.coord == Coord::tf_crop_and_resize,
+  return {o.mode == Interpolation::nearest, o.antialias, o.coord == Coord::tf_crop_and_resize,
           o.extrapolation};
 }
 
@@ -413,7 +414,7 @@ ResizeParams resize_params(const Attributes& a, const Shape& in, const Tensor* r
                            const Tensor* scales, const Tensor* sizes) {
   const auto given = [](const Tensor* t) { return t && t->numel() > 0 ? t : nullptr; };
   const Options o = options(a);
-  const Plan p = make_plan(in, o, a, given(scales), given(sizes));
+  const InterpPlan p = make_plan(in, o, a, given(scales), given(sizes));
   return {resize_mode(a), p.out, axis_tables(o, in, p, roi)};
 }
 
@@ -425,8 +426,8 @@ const OpDef kResize = with_lowering(
     OpDef{"Resize", 1, 4, 1, 1,
           [](TypeCtx& c) {
             const Options o = options(c.attrs());
-            SG_CHECK(o.mode == Mode::nearest || (c.has(0) && is_float(c.in[0])))
-                << "Resize mode " << kModes[static_cast<size_t>(o.mode)]
+            SG_CHECK(o.mode == Interpolation::nearest || (c.has(0) && is_float(c.in[0])))
+                << "Resize mode " << kInterpolations[static_cast<size_t>(o.mode)]
                 << " needs a float input, got " << dtype_name(c.has(0) ? c.in[0] : DType::undefined)
                 << " (other dtypes support mode nearest only)";
             if (c.has(1)) c.expect_float(1);
@@ -437,7 +438,7 @@ const OpDef kResize = with_lowering(
           [](ShapeCtx& c) {
             const Options o = options(c.attrs());
             auto given = [&](size_t i) { return c.has(i) && numel(c.shape(i)) > 0; };
-            const Plan p =
+            const InterpPlan p =
                 make_plan(c.shape(0), o, c.attrs(), given(2) ? &c.require_value(2) : nullptr,
                           given(3) ? &c.require_value(3) : nullptr);
             if (o.coord == Coord::tf_crop_and_resize)

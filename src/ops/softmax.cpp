@@ -20,7 +20,7 @@ void shapes_softmax(ShapeCtx& c) {
 }
 
 template <class T>
-T max_of(T a, T b) {
+T scalar_max_of(T a, T b) {
   return b > a ? b : a;
 }
 
@@ -30,9 +30,9 @@ T row_max(const T* x, int64_t n) {
   T m[4] = {x[0], x[0], x[0], x[0]};
   int64_t j = 1;
   for (; j + 4 <= n; j += 4)
-    for (int k = 0; k < 4; ++k) m[k] = max_of(m[k], x[j + k]);
-  for (; j < n; ++j) m[0] = max_of(m[0], x[j]);
-  return max_of(max_of(m[0], m[1]), max_of(m[2], m[3]));
+    for (int k = 0; k < 4; ++k) m[k] = scalar_max_of(m[k], x[j + k]);
+  for (; j < n; ++j) m[0] = scalar_max_of(m[0], x[j]);
+  return scalar_max_of(scalar_max_of(m[0], m[1]), scalar_max_of(m[2], m[3]));
 }
 
 // Contiguous rows of n elements (n >= 1). Sums accumulate in double.
@@ -65,7 +65,7 @@ void softmax_columns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) 
   for (int64_t o = 0; o < outer; ++o, x += n * inner, y += n * inner) {
     std::copy(x, x + inner, m.begin());
     for (int64_t r = 1; r < n; ++r)
-      for (int64_t j = 0; j < inner; ++j) m[j] = max_of(m[j], x[r * inner + j]);
+      for (int64_t j = 0; j < inner; ++j) m[j] = scalar_max_of(m[j], x[r * inner + j]);
     std::fill(s.begin(), s.end(), 0.0);
     for (int64_t r = 0; r < n; ++r)
       for (int64_t j = 0; j < inner; ++j) {

@@ -24,7 +24,7 @@ struct SoftmaxPlan {
 };
 
 // Whether the rows are innermost: every dim after the axis is a static 1.
-bool rows_innermost(Emitter& e, const Node& n) {
+bool softmax_rows_innermost(Emitter& e, const Node& n) {
   const SymShape in = e.dims(n.inputs[0]);
   const auto axis = static_cast<size_t>(op_axis(n, in.size()));
   for (size_t d = axis + 1; d < in.size(); ++d)
@@ -44,7 +44,7 @@ std::string why_not_dynamic_softmax(const Graph&, const Node&, const std::vector
 
 void allocate_softmax(Emitter& e, const Node& n) {
   llvm::Type* t = element_type(e.context(), e.dtype(n.inputs[0]));
-  if (rows_innermost(e, n)) {
+  if (softmax_rows_innermost(e, n)) {
     const ValueId y = n.outputs[0];
     LocalBuffer out = e.output_buffer(y);
     if (!out.defined()) out = e.local_buffer(t, e.dims(y));
@@ -193,7 +193,7 @@ llvm::Value* generate_softmax(Emitter& e, const Node& n, const Index& idx) {
 
 // Made row by row, the output is held whole; otherwise its consumers' loops read the input.
 std::vector<ValueId> inline_reads_softmax(Emitter& e, const Node& n) {
-  if (rows_innermost(e, n)) return {};
+  if (softmax_rows_innermost(e, n)) return {};
   return {n.inputs[0]};
 }
 
