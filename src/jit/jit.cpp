@@ -174,11 +174,6 @@ Jit::~Jit() = default;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 // Adds code (a module or an object) under a tracker of its own with `add`, then looks `name` up;
 // on failure removes the tracker (a failed kernel's symbols stay broken until then).
 template <class Add>

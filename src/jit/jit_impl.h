@@ -9,6 +9,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -26,6 +27,12 @@ class TargetMachine;
 }  // namespace llvm
 
 namespace sgraph::jit {
+
+// Compile timings: milliseconds on the steady clock since `t`.
+using Clock = std::chrono::steady_clock;
+inline double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 // perf_map.cpp. With SGRAPH_PERF_MAP=1, makes the JIT write a line "<address> <size> <name>" to
 // /tmp/perf-<pid>.map for every function it links, the file `perf report` reads to name JIT code;

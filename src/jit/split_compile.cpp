@@ -49,11 +49,6 @@
 namespace sgraph::jit {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_after(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 // Whether a function is used other than as the callee of a call.
 bool address_taken(const llvm::Function& f) {
   for (const llvm::Use& u : f.uses()) {
@@ -114,7 +109,7 @@ std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
   }
   const auto optimising = Clock::now();
   optimise(*m, tm, tlii);
-  times.optimise_ms = ms_after(optimising);
+  times.optimise_ms = ms_since(optimising);
   times.optimised = m->getInstructionCount();
   if (hooks.stream_stores) stream_stores(*m);
   if (hooks.export_locals) export_local_functions(*m);
@@ -123,7 +118,7 @@ std::unique_ptr<llvm::MemoryBuffer> compile_part(llvm::Module* m, int p,
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> object = compiler(*m);
   if (!object)
     SG_FAIL() << "JIT: compiling part " << p << ": " << llvm::toString(object.takeError());
-  times.codegen_ms = ms_after(generating);
+  times.codegen_ms = ms_since(generating);
   return std::move(*object);
 }
 
