@@ -119,10 +119,6 @@ void set_type(onnx::ValueInfoProto& vi, const ValueInfo& v) {
   }
 }
 
-Tensor export_scalar(DType t, double v) {
-  return visit_dtype(t, [&]<class T>() { return Tensor::scalar(static_cast<T>(v)); });
-}
-
 using NodeList = google::protobuf::RepeatedPtrField<onnx::NodeProto>;
 
 // The names one graph's values are written with, and the names visible in it (its own and its
@@ -272,10 +268,11 @@ void Exporter::write_node(ExportScope& s, const Node& n, const std::string& name
         if (!has_input(n, 1) && n.attrs.has("pads")) {
           set_input(1, ints_input("pads"));
           if (n.attrs.has("value"))
-            set_input(2, constant(s, name, "value",
-                                  export_scalar(s.g.values.at(n.inputs.at(0)).dtype,
-                                                n.attrs.get_float("value")),
-                                  out));
+            set_input(2,
+                      constant(s, name, "value",
+                               onnx_import::scalar_from_double(s.g.values.at(n.inputs.at(0)).dtype,
+                                                               n.attrs.get_float("value")),
+                               out));
         }
         dropped.insert({"pads", "value"});
         break;

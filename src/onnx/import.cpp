@@ -24,7 +24,6 @@
 #include "onnx/import.h"
 #include "onnx/tensor_proto.h"
 #include "ops/infer.h"
-#include "ops/int_math.h"
 #include "ops/op.h"
 #include "sgraph/onnx.h"
 
@@ -42,6 +41,7 @@ bool onnx_import::knows_op(std::string_view domain, std::string_view type) {
 
 namespace {
 
+using onnx_import::scalar_from_double;
 using onnx_import::tensor_from_proto;
 
 // Frees a tensor's data (not its name, type or dims): swapped with empty fields, since clearing
@@ -327,12 +327,6 @@ std::pair<DType, std::optional<DimList>> declared_type(const onnx::ValueInfoProt
   std::optional<DimList> dims;
   if (tt.has_shape()) dims = dims_of(tt.shape());
   return {t, dims};
-}
-
-// A scalar of dtype t holding v; for an integer t, v saturates (Clip-6's default bounds are
-// +-inf, and a model's bound may be any double).
-Tensor scalar_like(DType t, double v) {
-  return visit_dtype(t, [&]<class T>() { return Tensor::scalar(ops::from_double<T>(v)); });
 }
 
 void Importer::convert_graph(const onnx::GraphProto& gp, Scope& s) {
@@ -682,8 +676,10 @@ void Importer::convert_node(const onnx::NodeProto& np, Scope& s, size_t index) {
     if (type == "Clip" && opset_ < 11) {  // Clip-6: bounds are attributes
       const DType t = s.g.values[input0()].dtype;
       const double inf = std::numeric_limits<double>::infinity();
-      const ValueId lo = constant(s, name + "/min", scalar_like(t, attrs.get_float("min", -inf)));
-      const ValueId hi = constant(s, name + "/max", scalar_like(t, attrs.get_float("max", inf)));
+      const ValueId lo =
+          constant(s, name + "/min", scalar_from_double(t, attrs.get_float("min", -inf)));
+      const ValueId hi =
+          constant(s, name + "/max", scalar_from_double(t, attrs.get_float("max", inf)));
       emit1(OpKind::Clip, {input0(), lo, hi}, {});
       return;
     }

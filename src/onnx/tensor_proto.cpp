@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ops/int_math.h"
 #include "sgraph/onnx.h"
 
 namespace sgraph::onnx_import {
@@ -82,6 +83,10 @@ onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
   for (int64_t d : t.shape()) p.add_dims(d);
   p.set_raw_data(t.raw_data(), t.nbytes());
   return p;
+}
+
+Tensor scalar_from_double(DType t, double v) {
+  return visit_dtype(t, [&]<class T>() { return Tensor::scalar(ops::from_double<T>(v)); });
 }
 
 }  // namespace sgraph::onnx_import

@@ -5,6 +5,8 @@
 // (a function called twice, nested calls, recursion, attribute references, the function's own
 // opset); metadata_props both ways.
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -327,6 +329,29 @@ TEST_CASE("ONNX export: opset 17 unless a node needs 18, older op forms become i
   Session s1(g18, SessionOptions{.interpret_only = true});
   Session s2(back18, SessionOptions{.interpret_only = true});
   check_bitwise(s2.run({in18}), s1.run({in18}));
+}
+
+TEST_CASE("ONNX export: a Pad-2 value out of an integer tensor's range saturates as interpreted") {
+  // The exported constant_value input is converted as the interpreter converts the attribute:
+  // saturated to the integer type's range (a plain cast is undefined there), NaN to 0.
+  const std::vector<std::pair<double, int32_t>> cases = {
+      {1e12, INT32_MAX}, {-1e12, INT32_MIN}, {std::nan(""), 0}, {-7.9, -7}};
+  for (const auto& [value, want] : cases) {
+    CAPTURE(value);
+    GraphBuilder b("pad_int");
+    const ValueId x = b.input("x", DType::i32, {2, 2});
+    b.output(b.pad(x, Attributes{{"pads", Ints{0, 1, 0, 0}}, {"value", value}}), "y");
+    const Graph g = b.build();
+    const Graph back = round_trip(g);
+    const Tensor in = Tensor::from<int32_t>({2, 2}, {1, 2, 3, 4});
+    Session sa(g, SessionOptions{.interpret_only = true});
+    Session sb(back, SessionOptions{.interpret_only = true});
+    const std::vector<Tensor> ya = sa.run({in}), yb = sb.run({in});
+    REQUIRE(ya.at(0).shape() == Shape{2, 3});
+    CHECK(ya.at(0).data<int32_t>()[0] == want);  // the padded column
+    CHECK(ya.at(0).data<int32_t>()[1] == 1);
+    check_bitwise(yb, ya);
+  }
 }
 
 TEST_CASE("ONNX export: If branches read outer values by name and never shadow them") {
