@@ -220,9 +220,10 @@ const OpDef kGlobalAveragePool = with_lowering(
 
 // GlobalMaxPool(X): the maximum over all spatial dims, kept as size 1.
 extern const OpDef kGlobalMaxPool;
-const OpDef kGlobalMaxPool{
-    "GlobalMaxPool", 1, 1, 1, 1, types_float_same, shapes_global_pool, [](KernelCtx& c) {
-      visit_float(c.in[0].dtype(), [&]<class T>() { global_max_pool<T>(c); });
-    }};
+const OpDef kGlobalMaxPool = with_lowering(
+    &kReduceLowering,
+    {"GlobalMaxPool", 1, 1, 1, 1, types_float_same, shapes_global_pool, [](KernelCtx& c) {
+       visit_float(c.in[0].dtype(), [&]<class T>() { global_max_pool<T>(c); });
+     }});
 
 }  // namespace sgraph::ops

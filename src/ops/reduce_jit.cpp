@@ -1,8 +1,11 @@
-// The lowering of the reductions but ReduceLogSumExp, and GlobalAveragePool (a mean over the
-// spatial dims): before the nests that read it, a nest over the operand accumulates into a
-// kernel-local buffer (f64 for float sums and products, i64 for integer ones, the element type
-// for max and min) which its consumers then read like a region input, each element finished (a
-// mean divided by its count, ReduceL2's square root, ReduceLogSum's log), as the reference does.
+// The lowering of the reductions but ReduceLogSumExp, and of GlobalAveragePool and GlobalMaxPool
+// (a mean or maximum over the spatial dims): before the nests that read it, a nest over the
+// operand accumulates into a kernel-local buffer (f64 for float sums and products, i64 for integer
+// ones, the element type for max and min) which its consumers then read like a region input, each
+// element finished (a mean divided by its count, ReduceL2's square root, ReduceLogSum's log), as
+// the reference does. ReduceMax and ReduceMin propagate NaN from -inf and +inf; GlobalMaxPool, as
+// MaxPool, keeps the largest value that compares greater, from the lowest finite value (a NaN
+// never wins, an empty or all-NaN plane gives that lowest value).
 #include "ops/lowering.h"
 #include "ops/op.h"
 #include "ops/params.h"
@@ -11,15 +14,22 @@ namespace sgraph::ops {
 namespace {
 
 bool is_max(const Node& n) { return n.op == OpKind::ReduceMax; }
-bool is_extreme(const Node& n) { return n.op == OpKind::ReduceMax || n.op == OpKind::ReduceMin; }
+bool is_pool_max(const Node& n) { return n.op == OpKind::GlobalMaxPool; }
+bool is_extreme(const Node& n) {
+  return n.op == OpKind::ReduceMax || n.op == OpKind::ReduceMin || is_pool_max(n);
+}
+bool is_global_pool(const Node& n) {
+  return n.op == OpKind::GlobalAveragePool || n.op == OpKind::GlobalMaxPool;
+}
 bool is_mean(const Node& n) {
   return n.op == OpKind::ReduceMean || n.op == OpKind::GlobalAveragePool;
 }
 
 std::string why_not_reduce(const Graph& g, const Node& n) {
   const DType in = g.values[n.inputs[0]].dtype, out = g.values[n.outputs[0]].dtype;
-  const bool ok = in == DType::f32 || in == DType::f64 || in == DType::i32 || in == DType::i64 ||
-                  (is_extreme(n) && (in == DType::u8 || in == DType::i8));
+  const bool ok = in == DType::f32 || in == DType::f64 ||
+                  (!is_global_pool(n) && (in == DType::i32 || in == DType::i64 ||
+                                          (is_extreme(n) && (in == DType::u8 || in == DType::i8))));
   if (!ok || in != out) return "reduction of " + std::string(dtype_name(in));
   if (n.inputs.size() > 1 && n.inputs[1] != kNoValue &&
       !g.values[n.inputs[1]].initializer.defined())
@@ -28,7 +38,7 @@ std::string why_not_reduce(const Graph& g, const Node& n) {
 }
 
 std::vector<bool> reduced_mask(const Graph& g, const Node& n, size_t rank) {
-  if (n.op == OpKind::GlobalAveragePool) {  // the spatial dims
+  if (is_global_pool(n)) {  // the spatial dims
     std::vector<bool> spatial(rank, true);
     spatial[0] = false;
     if (rank > 1) spatial[1] = false;
@@ -96,7 +106,9 @@ void materialise_reduce(Emitter& e, const Node& n) {
   const LocalBuffer l = e.state_of<LocalBuffer>(n);
   llvm::IRBuilderBase& b = e.b;
   llvm::Value* identity =
-      is_max(n)                   ? lowest(t, l.type)
+      is_pool_max(n) ? llvm::ConstantFP::get(
+                           l.type, llvm::APFloat::getLargest(l.type->getFltSemantics(), true))
+      : is_max(n)                 ? lowest(t, l.type)
       : n.op == OpKind::ReduceMin ? highest(t, l.type)
       : n.op == OpKind::ReduceProd
           ? (is_float(t) ? llvm::ConstantFP::get(l.type, 1.0) : llvm::ConstantInt::get(l.type, 1))
@@ -114,7 +126,9 @@ void materialise_reduce(Emitter& e, const Node& n) {
     llvm::Value* a = b.CreateLoad(l.type, p);
     llvm::Value* x_i = e.element(x, ii);
     llvm::Value* r = nullptr;
-    if (is_max(n)) {
+    if (is_pool_max(n)) {
+      r = b.CreateSelect(b.CreateFCmpOGT(x_i, a), x_i, a);
+    } else if (is_max(n)) {
       r = max_of(b, a, x_i, t);
     } else if (n.op == OpKind::ReduceMin) {
       r = min_of(b, a, x_i, t);

@@ -3,6 +3,7 @@
 // groups and depthwise, pads / strides / dilations / auto_pad / ceil_mode, 1-D to 3-D, inputs
 // read in place or computed in the region, f64, and split over threads.
 
+#include <limits>
 #include <random>
 
 #include "jit/host.h"
@@ -426,6 +427,34 @@ TEST_CASE("JIT GlobalAveragePool: a mean over the spatial dims") {
       b.output(b.global_average_pool(b.relu(x)));
       check_region(b.build(), {rnd(t, s, 1)}, 1e-6, 1e-7);
     }
+}
+
+TEST_CASE("JIT GlobalMaxPool: the largest value over the spatial dims, NaN never wins") {
+  for (const Shape& s : {Shape{2, 5, 7, 9}, Shape{2, 3, 11}, Shape{1, 4, 1, 1}})
+    for (DType t : {DType::f32, DType::f64}) {
+      INFO(shape_str(s) << " " << dtype_name(t));
+      GraphBuilder b;
+      const ValueId x = b.input("x", t, to_dims(s));
+      b.output(b.global_max_pool(b.neg(x)));
+      check_region_same(b.build(), {rnd(t, s, 1)});
+    }
+  // Planes of x / y: with y = 0 at some points (x / 0: +-inf, 0 / 0: NaN). Plane 0 is all NaN
+  // (the lowest finite value, as MaxPool's), plane 1 has a NaN among numbers (skipped), plane 2
+  // a -inf among numbers, plane 3 a +inf.
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::f32, {1, 4, 3});
+  const ValueId y = b.input("y", DType::f32, {1, 4, 3});
+  b.output(b.global_max_pool(b.div(x, y)));
+  const Graph g = b.build();
+  const Tensor xs = Tensor::from<float>({1, 4, 3}, {0, 0, 0, 0, -2, -4, -1, -2, -3, 5, 1, 2});
+  const Tensor ys = Tensor::from<float>({1, 4, 3}, {0, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1});
+  check_region_same(g, {xs, ys});
+  const RegionRun run = run_region(g, {xs, ys});
+  const float* got = run.got.at(0).data<float>();
+  CHECK(got[0] == std::numeric_limits<float>::lowest());
+  CHECK(got[1] == -2.0f);
+  CHECK(got[2] == -2.0f);
+  CHECK(got[3] == std::numeric_limits<float>::infinity());
 }
 
 TEST_CASE("JIT CNN chains: conv -> BN -> relu -> pool, depthwise blocks, residuals, heads") {

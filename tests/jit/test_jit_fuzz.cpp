@@ -448,8 +448,9 @@ class GraphGen {
   }
 
   // A CNN op on x seen as [N, C, spatial...]: BatchNormalization (rank >= 2), or on rank >= 3
-  // GlobalAveragePool, Conv (groups, bias or not), MaxPool or AveragePool over windows of random
-  // kernel, pads, strides and dilations, the window sometimes scaled by a squeeze-excitation.
+  // GlobalAveragePool or GlobalMaxPool, Conv (groups, bias or not), MaxPool or AveragePool over
+  // windows of random kernel, pads, strides and dilations, the window sometimes scaled by a
+  // squeeze-excitation.
   Val cnn_op() {
     std::vector<Val> images;  // values of rank >= 3, preferred
     for (const Val& v : vals_)
@@ -472,10 +473,11 @@ class GraphGen {
                             .front();
       return made(y, s, 2.2 * (x.bound + 1) + 1, false);
     }
-    if (kind == 1) {
+    if (kind == 1) {  // GlobalAveragePool or GlobalMaxPool
       Shape t = s;
       std::fill(t.begin() + 2, t.end(), 1);
-      return made(b_.global_average_pool(x.id), t, x.bound, false);
+      const ValueId y = chance(0.5) ? b_.global_average_pool(x.id) : b_.global_max_pool(x.id);
+      return made(y, t, x.bound, false);
     }
     const Val y = window_op(x, kind);
     if (chance(0.5)) return y;

@@ -265,6 +265,11 @@ SG_LOWERING_SAMPLE(GlobalAveragePool, rank_4) {
   s.output(s.b.global_average_pool(s.input(DType::f32, {2, 3, n, 2})));
 }
 
+SG_LOWERING_SAMPLE(GlobalMaxPool, rank_4) {
+  s.output(s.b.global_max_pool(s.input(DType::f32, {2, 3, n, 2})));
+  s.output(s.b.global_max_pool(s.input(DType::f64, {1, n, 5})));
+}
+
 // Padding on both sides of a strided dim, not counted: the count varies by position.
 SG_LOWERING_SAMPLE(AveragePool, excluded_pads_strided) {
   s.output(s.b.average_pool(
