@@ -160,7 +160,9 @@ PackedB::PackedB(GemmIsa isa, int64_t K, int64_t N, const float* b, bool trans_b
   for (int64_t k0 = 0; k0 < K; k0 += p_.kc)
     for (int64_t n0 = 0; n0 < N; n0 += p_.mc) {
       offsets_.push_back(at);
-      at += (std::min(p_.kc, K - k0) * std::min(p_.mc, N - n0) + kAlign - 1) / kAlign * kAlign;
+      // (whole panels: a variant may pad the last one past N)
+      const int64_t width = (std::min(p_.mc, N - n0) + p_.panel - 1) / p_.panel * p_.panel;
+      at += (std::min(p_.kc, K - k0) * width + kAlign - 1) / kAlign * kAlign;
     }
   storage_.resize(static_cast<size_t>(at + kAlign));
   p_.offsets = offsets_.data();

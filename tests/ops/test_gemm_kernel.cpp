@@ -108,9 +108,15 @@ void check_packed(GemmIsa isa, const Case& c, const Problem& p, int64_t parts = 
 TEST_CASE("GEMM: a packed B, on every variant the CPU runs, against a triple loop") {
   // Sizes crossing the cache blocks: K above kc, N above mc, M above the rows packed at once.
   constexpr Case kCases[] = {
-      {1, 1, 1, false, false, 1, 0},       {7, 33, 5, false, false, 1, 0},
-      {300, 70, 1100, false, false, 1, 0}, {64, 1030, 700, false, false, 1, 0},
-      {257, 16, 2000, false, false, 1, 0}, {64, 64, 64, false, false, 1, 0}};
+      {1, 1, 1, false, false, 1, 0},
+      {7, 33, 5, false, false, 1, 0},
+      {300, 70, 1100, false, false, 1, 0},
+      {64, 1030, 700, false, false, 1, 0},
+      {257, 16, 2000, false, false, 1, 0},
+      {64, 64, 64, false, false, 1, 0},
+      // (tiles of rows of equal height, a short last panel of columns, K in equal blocks)
+      {13, 31, 257, false, false, 1, 0},
+      {227, 95, 513, false, false, 1, 0}};
   std::mt19937 rng(11);
   int n = 0;
   for (Case c : kCases)
