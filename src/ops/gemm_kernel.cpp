@@ -92,7 +92,7 @@ bool gemm_isa_supported(GemmIsa isa) {
 GemmIsa gemm_isa() {
   static const GemmIsa isa = [] {
     const GemmIsa picked = pick_gemm_isa(std::getenv("SGRAPH_GEMM_ISA"));
-    SG_LOG(1) << "GEMM: Eigen kernels for " << gemm_isa_name(picked);
+    SG_LOG(1) << "GEMM: kernels for " << gemm_isa_name(picked);
     return picked;
   }();
   return isa;
@@ -212,15 +212,12 @@ void gemm_packed(int64_t M, const float* a, bool trans_a, const PackedB& b, floa
   if (M == 0) return;
   const auto [n0, n1] = packed_columns(p, part, parts);
   if (n0 >= n1) return;
-  if (beta != 1)
+  if (beta != 0 && beta != 1)
     for (int64_t i = 0; i < M; ++i) {
       float* row = c + i * p.N;
-      if (beta == 0)
-        std::fill(row + n0, row + n1, 0.0f);
-      else
-        for (int64_t j = n0; j < n1; ++j) row[j] *= beta;
+      for (int64_t j = n0; j < n1; ++j) row[j] *= beta;
     }
-  kernels_of(p.isa).packed_f32(M, a, trans_a, p, c, alpha, n0, n1);
+  kernels_of(p.isa).packed_f32(M, a, trans_a, p, c, alpha, n0, n1, /*add=*/beta != 0);
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, const float*, bool, const float*, bool, float*,

@@ -5,7 +5,8 @@
 // All matrices are dense and row-major: A is M x K (K x M when trans_a), B is K x N (N x K when
 // trans_b), C is M x N. Computes C = alpha * op(A) * op(B) + beta * C; with beta == 0, C is only
 // written, never read (it may be uninitialised). Integer types run a plain loop that wraps on
-// overflow. Float types run Eigen's blocked kernels, compiled once per instruction set
+// overflow. Float types run Eigen's blocked kernels, or on AVX-512 for f32 a micro-kernel of
+// sgraph's own, compiled once per instruction set
 // (gemm_eigen.inc: baseline x86-64, AVX2+FMA, AVX-512) so that the library stays portable; the
 // best variant the CPU runs is picked once, at the first call. SGRAPH_GEMM_ISA=base|avx2|avx512
 // forces one (ignored, with a log line at SGRAPH_DEBUG=1, when the CPU cannot run it).
@@ -118,9 +119,10 @@ struct GemmKernels {
   // C += alpha * op(A) * B, A's packed rows in the calling thread's workspace.
   void (*blocking_f32)(int64_t K, int64_t N, int64_t* kc, int64_t* mc, int64_t* nc, int64_t* panel);
   void (*pack_f32)(const PackedGemmB&, const float* b);
-  // Only C's columns [n_begin, n_end), each a panel boundary (packed_columns) or N.
+  // Only C's columns [n_begin, n_end), each a panel boundary (packed_columns) or N. With add
+  // false, C = alpha * op(A) * B there instead (C only written).
   void (*packed_f32)(int64_t M, const float* a, bool trans_a, const PackedGemmB&, float* c,
-                     float alpha, int64_t n_begin, int64_t n_end);
+                     float alpha, int64_t n_begin, int64_t n_end, bool add);
 };
 namespace gemm_base {
 extern const GemmKernels kernels;
