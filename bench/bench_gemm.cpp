@@ -4,6 +4,7 @@
 // and with B packed once, as constant weights are (BM_GemmPacked_F32).
 // The best variant's 1024^3 figure is the peak SGEMM sgraph gets from Eigen on this machine.
 #include <benchmark/benchmark.h>
+#include <algorithm>
 
 #include <iterator>
 #include <random>
@@ -44,15 +45,23 @@ void sgemm(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K
 
 // C = A * B with B packed once (sgraph::ops::PackedB), as a layer's constant weights are: the
 // product a MatMul or Gemm over constant weights runs in a kernel (gemm_packed), B stored K x N.
-void sgemm_packed(benchmark::State& state, int64_t M, int64_t N, int64_t K) {
+void sgemm_packed(benchmark::State& state, GemmIsa isa, int64_t M, int64_t N, int64_t K) {
   Operands o(M, N, K);
-  const sgraph::ops::PackedB packed(K, N, o.b.data(), false);
+  const sgraph::ops::PackedB packed(isa, K, N, o.b.data(), false);
   for (auto _ : state) {
     sgraph::ops::gemm_packed(M, o.a.data(), false, packed, o.c.data());
     benchmark::DoNotOptimize(o.c.data());
     benchmark::ClobberMemory();
   }
   report_gflops(state, M, N, K);
+}
+
+// The variants a shape is measured on: the best, and beside AVX-512's own micro-kernel the same
+// product on Eigen's AVX-512 kernel (avx512_eigen), so the two are compared in one run.
+std::vector<GemmIsa> measured_isas() {
+  std::vector<GemmIsa> isas = {sgraph::ops::gemm_isa()};
+  if (isas[0] == GemmIsa::avx512) isas.insert(isas.begin(), GemmIsa::avx512_eigen);
+  return isas;
 }
 
 // Registered at start-up: only the variants this CPU runs.
@@ -65,7 +74,9 @@ void sgemm_packed(benchmark::State& state, int64_t M, int64_t N, int64_t K) {
   for (size_t i = 0; i < std::size(kShapes); ++i)
     for (GemmIsa isa : sgraph::ops::kGemmIsas) {
       const auto& s = kShapes[i];
-      if (!sgraph::ops::gemm_isa_supported(isa) || (i >= 2 && isa != sgraph::ops::gemm_isa()))
+      const std::vector<GemmIsa> best = measured_isas();
+      if (!sgraph::ops::gemm_isa_supported(isa) ||
+          (i >= 2 && std::find(best.begin(), best.end(), isa) == best.end()))
         continue;
       const std::string name = "BM_Gemm_F32/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
                                "x" + std::to_string(s[2]) + "/" + sgraph::ops::gemm_isa_name(isa);
@@ -88,17 +99,20 @@ void sgemm_packed(benchmark::State& state, int64_t M, int64_t N, int64_t K) {
                                    trans_b)
           ->Unit(benchmark::kMicrosecond);
     }
-  // Packed weights, best variant: mlp4x1024's layers; text_encoder's (d 256, MLP 1024) at 74 and
-  // 256 tokens; the recognizer's (d 192, MLP 384) at 40 and 240 tokens.
+  // Packed weights, best variant (and avx512_eigen beside avx512): mlp4x1024's layers;
+  // text_encoder's (d 256, MLP 1024) at 74 and 256 tokens; the recognizer's (d 192, MLP 384) at 40
+  // and 240 tokens.
   const int64_t kPacked[][3] = {{64, 1024, 1024}, {74, 256, 256},   {74, 1024, 256},
                                 {74, 256, 1024},  {256, 1024, 256}, {40, 192, 192},
                                 {40, 384, 192},   {240, 384, 192},  {240, 192, 384}};
-  for (const auto& s : kPacked) {
-    const std::string name = "BM_GemmPacked_F32/" + std::to_string(s[0]) + "x" +
-                             std::to_string(s[1]) + "x" + std::to_string(s[2]);
-    benchmark::RegisterBenchmark(name.c_str(), sgemm_packed, s[0], s[1], s[2])
-        ->Unit(benchmark::kMicrosecond);
-  }
+  for (const auto& s : kPacked)
+    for (GemmIsa isa : measured_isas()) {
+      const std::string name = "BM_GemmPacked_F32/" + std::to_string(s[0]) + "x" +
+                               std::to_string(s[1]) + "x" + std::to_string(s[2]) + "/" +
+                               sgraph::ops::gemm_isa_name(isa);
+      benchmark::RegisterBenchmark(name.c_str(), sgemm_packed, isa, s[0], s[1], s[2])
+          ->Unit(benchmark::kMicrosecond);
+    }
   return true;
 }();
 

@@ -35,7 +35,7 @@ void loop_gemm(int64_t M, int64_t N, int64_t K, const T* a, bool trans_a, const 
 
 const GemmKernels& kernels_of(GemmIsa isa) {
   static const GemmKernels* const kKernels[] = {&gemm_base::kernels, &gemm_avx2::kernels,
-                                                &gemm_avx512::kernels};
+                                                &gemm_avx512_eigen::kernels, &gemm_avx512::kernels};
   static_assert(std::size(kKernels) == std::size(kGemmIsas));
   return *kKernels[int(isa)];
 }
@@ -68,7 +68,7 @@ void float_gemm(const GemmKernels& k, int64_t M, int64_t N, int64_t K, const T* 
 }  // namespace
 
 const char* gemm_isa_name(GemmIsa isa) {
-  static constexpr const char* kNames[] = {"base", "avx2", "avx512"};
+  static constexpr const char* kNames[] = {"base", "avx2", "avx512_eigen", "avx512"};
   static_assert(std::size(kNames) == std::size(kGemmIsas));
   return kNames[int(isa)];
 }
@@ -82,6 +82,7 @@ bool gemm_isa_supported(GemmIsa isa) {
       return true;
     case GemmIsa::avx2:
       return avx2;
+    case GemmIsa::avx512_eigen:
     case GemmIsa::avx512:
       return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
@@ -107,7 +108,8 @@ GemmIsa pick_gemm_isa(const char* request) {
     SG_LOG(1) << "SGRAPH_GEMM_ISA=" << request << " ignored: this CPU cannot run it";
     return best;
   }
-  SG_LOG(1) << "SGRAPH_GEMM_ISA=" << request << " ignored: not one of base, avx2, avx512";
+  SG_LOG(1) << "SGRAPH_GEMM_ISA=" << request
+            << " ignored: not one of base, avx2, avx512_eigen, avx512";
   return best;
 }
 

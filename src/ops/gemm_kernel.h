@@ -8,8 +8,9 @@
 // overflow. Float types run Eigen's blocked kernels, or on AVX-512 for f32 a micro-kernel of
 // sgraph's own, compiled once per instruction set
 // (gemm_eigen.inc: baseline x86-64, AVX2+FMA, AVX-512) so that the library stays portable; the
-// best variant the CPU runs is picked once, at the first call. SGRAPH_GEMM_ISA=base|avx2|avx512
-// forces one (ignored, with a log line at SGRAPH_DEBUG=1, when the CPU cannot run it).
+// best variant the CPU runs is picked once, at the first call.
+// SGRAPH_GEMM_ISA=base|avx2|avx512_eigen|avx512 forces one (ignored, with a log line at
+// SGRAPH_DEBUG=1, when the CPU cannot run it).
 #pragma once
 
 #include <cstdint>
@@ -46,11 +47,13 @@ extern template void gemm_columns<double>(int64_t, int64_t, int64_t, const doubl
                                           const double*, bool, double*, int64_t, int64_t, double,
                                           double);
 
-// The instruction sets the float GEMM is compiled for, weakest first.
-enum class GemmIsa { base, avx2, avx512 };
-inline constexpr GemmIsa kGemmIsas[] = {GemmIsa::base, GemmIsa::avx2, GemmIsa::avx512};
+// The instruction sets the float GEMM is compiled for, weakest first: avx512_eigen is AVX-512 on
+// Eigen's kernels only (the f32 micro-kernel of avx512 left out), picked only when asked for.
+enum class GemmIsa { base, avx2, avx512_eigen, avx512 };
+inline constexpr GemmIsa kGemmIsas[] = {GemmIsa::base, GemmIsa::avx2, GemmIsa::avx512_eigen,
+                                        GemmIsa::avx512};
 
-const char* gemm_isa_name(GemmIsa isa);  // "base", "avx2", "avx512"
+const char* gemm_isa_name(GemmIsa isa);  // "base", "avx2", "avx512_eigen", "avx512"
 bool gemm_isa_supported(GemmIsa isa);    // whether this CPU runs that variant
 // The variant gemm<float> and gemm<double> run (picked once).
 GemmIsa gemm_isa();
@@ -128,6 +131,9 @@ namespace gemm_base {
 extern const GemmKernels kernels;
 }
 namespace gemm_avx2 {
+extern const GemmKernels kernels;
+}
+namespace gemm_avx512_eigen {
 extern const GemmKernels kernels;
 }
 namespace gemm_avx512 {
